@@ -1,0 +1,278 @@
+//! The backend table: what a backend implements, and the getter it exports.
+//!
+//! Every entry receives arguments the front has already checked: device
+//! indices are in range, required pointers are non-NULL, sizes are non-zero,
+//! flags and priorities are valid, handles are live backend handles, and
+//! device ranges lie inside live allocations. Backends do not re-validate.
+//! Entries are only ever appended; a NULL entry means "not implemented".
+use crate::{
+    xdal_device_properties_t, xdal_host_fn_t, xdal_mem_stats_t, xdal_memcpy_kind_t, xdal_status_raw,
+};
+use core::ffi::{c_char, c_int, c_void};
+
+/// The object behind a backend's native stream handle; defined by the backend.
+pub struct xdal_backend_stream_s {
+    _opaque: [u8; 0],
+}
+/// A backend's native stream. The front maps each `xdal_stream_t` to one.
+pub type xdal_backend_stream_t = *mut xdal_backend_stream_s;
+
+/// The object behind a backend's native event handle; defined by the backend.
+pub struct xdal_backend_event_s {
+    _opaque: [u8; 0],
+}
+/// A backend's native event. The front maps each `xdal_event_t` to one.
+pub type xdal_backend_event_t = *mut xdal_backend_event_s;
+
+/// Version 1 of the backend table. A backend fills one and returns it from
+/// its getter; it must stay valid and unchanged for the life of the process.
+/// Statuses returned by entries cross as plain `xdal_status_t` values; any
+/// value outside the enum is reported to the caller as
+/// `XDAL_ERROR_INTERNAL`.
+#[repr(C)]
+pub struct xdal_backend_v1 {
+    /// `sizeof(xdal_backend_v1_t)` as the backend was compiled: entries
+    /// beyond it are treated as NULL by the front.
+    pub struct_size: usize,
+    /// ABI major the backend implements; must equal the front's.
+    pub abi_major: u32,
+    /// ABI minor the backend implements; any value is accepted.
+    pub abi_minor: u32,
+    /// NUL-terminated backend name, e.g. "fake" or "cuda". Required.
+    pub name: *const c_char,
+
+    /// Required. Writes the number of devices.
+    pub device_get_count: Option<unsafe extern "C" fn(count: *mut c_int) -> xdal_status_raw>,
+    /// Required. Fills `props` up to `props->struct_size` (already set by the
+    /// front to its own size).
+    pub device_get_properties: Option<
+        unsafe extern "C" fn(
+            device: c_int,
+            props: *mut xdal_device_properties_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Waits for all work of all streams of `device`. Fallback: the front
+    /// synchronizes every stream it created on the device.
+    pub device_synchronize: Option<unsafe extern "C" fn(device: c_int) -> xdal_status_raw>,
+    /// Writes the priority range; numerically lower is more urgent.
+    /// Fallback: a single level, 0.
+    pub device_get_stream_priority_range: Option<
+        unsafe extern "C" fn(
+            device: c_int,
+            least: *mut c_int,
+            greatest: *mut c_int,
+        ) -> xdal_status_raw,
+    >,
+    /// Writes 1 if `device` can address `peer`'s memory directly. Fallback: 0.
+    pub device_can_access_peer: Option<
+        unsafe extern "C" fn(device: c_int, peer: c_int, can_access: *mut c_int) -> xdal_status_raw,
+    >,
+    /// Writes free and total bytes of `device`. Fallback: total from the
+    /// properties, free as total minus what the front saw allocated.
+    pub mem_get_info: Option<
+        unsafe extern "C" fn(
+            device: c_int,
+            free_bytes: *mut usize,
+            total_bytes: *mut usize,
+        ) -> xdal_status_raw,
+    >,
+
+    /// Required. Allocates `size` (> 0) bytes on `device`.
+    pub malloc: Option<
+        unsafe extern "C" fn(device: c_int, size: usize, ptr: *mut *mut c_void) -> xdal_status_raw,
+    >,
+    /// Required. Frees a live allocation base of `device`.
+    pub free: Option<unsafe extern "C" fn(device: c_int, ptr: *mut c_void) -> xdal_status_raw>,
+    /// Allocates pinned host memory. Fallback: page-aligned host memory.
+    pub malloc_host:
+        Option<unsafe extern "C" fn(size: usize, ptr: *mut *mut c_void) -> xdal_status_raw>,
+    /// Frees memory from `malloc_host`. Required when `malloc_host` is set.
+    pub free_host: Option<unsafe extern "C" fn(ptr: *mut c_void) -> xdal_status_raw>,
+    /// Stream-ordered allocation. Fallback: ordered plain `malloc`.
+    pub malloc_async: Option<
+        unsafe extern "C" fn(
+            device: c_int,
+            size: usize,
+            stream: xdal_backend_stream_t,
+            ptr: *mut *mut c_void,
+        ) -> xdal_status_raw,
+    >,
+    /// Stream-ordered free of a `malloc_async` block. Required when
+    /// `malloc_async` is set.
+    pub free_async: Option<
+        unsafe extern "C" fn(
+            device: c_int,
+            ptr: *mut c_void,
+            stream: xdal_backend_stream_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Required. Synchronous copy; `kind` is never DEFAULT. The front has
+    /// already waited for the current device's default stream.
+    pub memcpy: Option<
+        unsafe extern "C" fn(
+            dst: *mut c_void,
+            src: *const c_void,
+            bytes: usize,
+            kind: xdal_memcpy_kind_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Copy enqueued on `stream`; `kind` is never DEFAULT. Fallback: a host
+    /// function on the stream doing `memcpy`.
+    pub memcpy_async: Option<
+        unsafe extern "C" fn(
+            dst: *mut c_void,
+            src: *const c_void,
+            bytes: usize,
+            kind: xdal_memcpy_kind_t,
+            stream: xdal_backend_stream_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Synchronous copy between two devices' memory. Fallback: through a
+    /// host staging buffer.
+    pub memcpy_peer: Option<
+        unsafe extern "C" fn(
+            dst: *mut c_void,
+            dst_device: c_int,
+            src: *const c_void,
+            src_device: c_int,
+            bytes: usize,
+        ) -> xdal_status_raw,
+    >,
+    /// Synchronous fill of device memory with the byte `value`. Fallback:
+    /// `memcpy` from a filled host buffer.
+    pub memset: Option<
+        unsafe extern "C" fn(dst: *mut c_void, value: c_int, bytes: usize) -> xdal_status_raw,
+    >,
+    /// Fill enqueued on `stream`. Fallback: a host function on the stream.
+    pub memset_async: Option<
+        unsafe extern "C" fn(
+            dst: *mut c_void,
+            value: c_int,
+            bytes: usize,
+            stream: xdal_backend_stream_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Fills `stats` up to `stats->struct_size`. Fallback: counts kept by
+    /// the front.
+    pub mem_get_stats: Option<
+        unsafe extern "C" fn(device: c_int, stats: *mut xdal_mem_stats_t) -> xdal_status_raw,
+    >,
+    /// Resets the peak statistic to the current allocation.
+    pub mem_reset_peak_stats: Option<unsafe extern "C" fn(device: c_int) -> xdal_status_raw>,
+    /// Releases cached, unused memory. Fallback: nothing to release.
+    pub mem_empty_cache: Option<unsafe extern "C" fn(device: c_int) -> xdal_status_raw>,
+
+    /// Required. Creates a stream on `device`; `flags` and `priority` are valid.
+    pub stream_create: Option<
+        unsafe extern "C" fn(
+            device: c_int,
+            flags: u32,
+            priority: c_int,
+            stream: *mut xdal_backend_stream_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Required. Destroys a stream; its pending work still completes.
+    pub stream_destroy:
+        Option<unsafe extern "C" fn(stream: xdal_backend_stream_t) -> xdal_status_raw>,
+    /// Required. SUCCESS when all work is done, NOT_READY while some is
+    /// pending, or the stream's sticky error.
+    pub stream_query:
+        Option<unsafe extern "C" fn(stream: xdal_backend_stream_t) -> xdal_status_raw>,
+    /// Required. Waits for all work enqueued so far; returns the sticky error.
+    pub stream_synchronize:
+        Option<unsafe extern "C" fn(stream: xdal_backend_stream_t) -> xdal_status_raw>,
+    /// Makes later work of `stream` wait for the event's recorded point
+    /// (as of this call). Fallback: synchronize the event on the host.
+    pub stream_wait_event: Option<
+        unsafe extern "C" fn(
+            stream: xdal_backend_stream_t,
+            event: xdal_backend_event_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Required. Enqueues `func(user_data)`; `func` is non-NULL.
+    pub launch_host_func: Option<
+        unsafe extern "C" fn(
+            stream: xdal_backend_stream_t,
+            func: xdal_host_fn_t,
+            user_data: *mut c_void,
+        ) -> xdal_status_raw,
+    >,
+
+    /// Required. Creates an event on `device`; `flags` are valid.
+    pub event_create: Option<
+        unsafe extern "C" fn(
+            device: c_int,
+            flags: u32,
+            event: *mut xdal_backend_event_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Required. Destroys an event; a pending record still completes.
+    pub event_destroy: Option<unsafe extern "C" fn(event: xdal_backend_event_t) -> xdal_status_raw>,
+    /// Required. Captures the point after all work enqueued on `stream` so far.
+    pub event_record: Option<
+        unsafe extern "C" fn(
+            event: xdal_backend_event_t,
+            stream: xdal_backend_stream_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Required. SUCCESS when the recorded point is reached (or never
+    /// recorded), else NOT_READY.
+    pub event_query: Option<unsafe extern "C" fn(event: xdal_backend_event_t) -> xdal_status_raw>,
+    /// Required. Waits for the recorded point.
+    pub event_synchronize:
+        Option<unsafe extern "C" fn(event: xdal_backend_event_t) -> xdal_status_raw>,
+    /// Writes milliseconds between two completed, timed events. INVALID_VALUE
+    /// if either was created without timing or never recorded; NOT_READY if
+    /// either is pending.
+    pub event_elapsed_time: Option<
+        unsafe extern "C" fn(
+            ms: *mut f32,
+            start: xdal_backend_event_t,
+            end: xdal_backend_event_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Writes the device whose address space contains `ptr`, or -1. Lets the
+    /// front report a freed device pointer instead of treating it as host
+    /// memory. Fallback: -1 (the front knows only live allocations).
+    pub address_get_device:
+        Option<unsafe extern "C" fn(ptr: *const c_void, device: *mut c_int) -> xdal_status_raw>,
+    /// The calling thread's message for the backend's last failed entry, or
+    /// NULL; valid until the thread's next backend call. The front adds it
+    /// to its own message. Fallback: the front's message alone.
+    pub last_error_message: Option<unsafe extern "C" fn() -> *const c_char>,
+}
+
+/// See `struct xdal_backend_v1`.
+pub type xdal_backend_v1_t = xdal_backend_v1;
+
+// SAFETY: the table is immutable after the backend publishes it; `name`
+// points to a static string. Sharing it across threads is what it is for.
+unsafe impl Sync for xdal_backend_v1 {}
+// SAFETY: as above: nothing in the table is tied to a thread.
+unsafe impl Send for xdal_backend_v1 {}
+
+/// The getter every backend exports as `xdal_backend_get_v1`: given the
+/// front's ABI version, it writes its table, or refuses with
+/// `XDAL_ERROR_VERSION_MISMATCH` (or any other status, with the process
+/// left intact).
+pub type xdal_backend_get_v1_fn = Option<
+    unsafe extern "C" fn(
+        front_abi_major: u32,
+        front_abi_minor: u32,
+        table: *mut *const xdal_backend_v1_t,
+    ) -> xdal_status_raw,
+>;
+
+extern "C" {
+    /// The one symbol a backend exports. The front calls it once with its
+    /// own ABI version; the backend writes a pointer to its table (static,
+    /// valid for the life of the process) and returns `XDAL_SUCCESS`, or
+    /// refuses: `XDAL_ERROR_VERSION_MISMATCH` if it cannot serve that major
+    /// version, any other status if it cannot start (no driver, no device).
+    /// It must never abort the process.
+    pub fn xdal_backend_get_v1(
+        front_abi_major: u32,
+        front_abi_minor: u32,
+        table: *mut *const xdal_backend_v1_t,
+    ) -> xdal_status_raw;
+}

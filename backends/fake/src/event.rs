@@ -1,0 +1,116 @@
+//! Events: each record makes a new `Marker`, a point in one stream. Waits
+//! hold on to the marker they were given, so re-recording the event later
+//! never changes what an earlier wait waits for.
+use crate::error::{failure, FakeResult};
+use crate::stream::{Op, Stream};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+pub(crate) struct Marker {
+    pub stream: Arc<Stream>,
+    pub seq: u64,
+    timing: bool,
+    /// Nanoseconds since the process epoch at which the stream got here.
+    time_ns: AtomicU64,
+}
+
+impl Marker {
+    pub fn stamp(&self) {
+        if self.timing {
+            self.time_ns.store(now_ns(), Ordering::Release);
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        self.stream.passed(self.seq)
+    }
+
+    /// SUCCESS, NOT_READY, or the sticky error of the stream if it failed
+    /// at or before this point.
+    pub fn status(&self) -> FakeResult<()> {
+        if let Some(failure) = self.stream.error_at(self.seq) {
+            return Err(failure);
+        }
+        if self.passed() {
+            Ok(())
+        } else {
+            Err(failure!(XDAL_ERROR_NOT_READY, "event not reached yet"))
+        }
+    }
+}
+
+fn now_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+pub(crate) struct Event {
+    pub timing: bool,
+    point: Mutex<Option<Arc<Marker>>>,
+}
+
+impl Event {
+    pub fn new(timing: bool) -> Event {
+        Event {
+            timing,
+            point: Mutex::new(None),
+        }
+    }
+
+    /// The point of the latest record, if any.
+    pub fn point(&self) -> Option<Arc<Marker>> {
+        self.point.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn record(&self, stream: &Arc<Stream>) {
+        let timing = self.timing;
+        let mut marker = None;
+        stream.enqueue_with(|seq| {
+            let m = Arc::new(Marker {
+                stream: stream.clone(),
+                seq,
+                timing,
+                time_ns: AtomicU64::new(0),
+            });
+            marker = Some(m.clone());
+            Op::Mark(m)
+        });
+        *self.point.lock().unwrap_or_else(|e| e.into_inner()) = marker;
+    }
+
+    pub fn query(&self) -> FakeResult<()> {
+        self.point().map_or(Ok(()), |m| m.status())
+    }
+
+    pub fn synchronize(&self) -> FakeResult<()> {
+        let Some(marker) = self.point() else {
+            return Ok(());
+        };
+        marker.stream.wait_for(marker.seq);
+        marker.status()
+    }
+
+    /// Milliseconds from `start`'s point to `end`'s.
+    pub fn elapsed_ms(start: &Event, end: &Event) -> FakeResult<f32> {
+        if !start.timing || !end.timing {
+            return Err(failure!(
+                XDAL_ERROR_INVALID_VALUE,
+                "an event was created with XDAL_EVENT_DISABLE_TIMING"
+            ));
+        }
+        let (Some(a), Some(b)) = (start.point(), end.point()) else {
+            return Err(failure!(
+                XDAL_ERROR_INVALID_VALUE,
+                "an event was never recorded"
+            ));
+        };
+        a.status()?;
+        b.status()?;
+        let (ta, tb) = (
+            a.time_ns.load(Ordering::Acquire),
+            b.time_ns.load(Ordering::Acquire),
+        );
+        Ok((tb as f64 - ta as f64) as f32 / 1.0e6)
+    }
+}

@@ -1,0 +1,81 @@
+//! The xdal fake backend: devices, memory, streams and events simulated on
+//! the CPU, reached by the front only through its `xdal_backend_v1_t` table,
+//! exactly as a plugin would be.
+//!
+//! Settings come from the environment (see `config.rs`). Device memory is a
+//! lazily backed address range per device; streams run on a small executor
+//! shared by the whole process; events are points in a stream's sequence of
+//! operations.
+mod config;
+mod device;
+mod error;
+mod event;
+mod executor;
+mod heap;
+mod pool;
+mod region;
+mod stream;
+mod table;
+
+pub use error::panic_text;
+pub use table::{startup_error, xdal_fake_backend_get_v1};
+
+use config::Config;
+use device::FakeDevice;
+use executor::Executor;
+use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
+
+pub(crate) struct Fake {
+    pub config: Config,
+    pub devices: Vec<FakeDevice>,
+    pub executor: Executor,
+    pub next_id: AtomicU64,
+}
+
+static FAKE: OnceLock<Result<Fake, String>> = OnceLock::new();
+
+impl Fake {
+    fn start() -> Result<Fake, String> {
+        let config = Config::from_env()?;
+        let devices = (0..config.device_count)
+            .map(|i| FakeDevice::new(i, &config).map_err(|f| format!("device {i}: {}", f.message)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Fake {
+            executor: Executor::new(config.workers),
+            devices,
+            config,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    pub fn device(&self, index: usize) -> &FakeDevice {
+        &self.devices[index]
+    }
+
+    /// The backend-side address of a user address: the alias for device
+    /// memory in protect mode, the address itself otherwise.
+    #[inline]
+    pub fn alias(&self, addr: usize) -> usize {
+        if !self.config.protect {
+            return addr;
+        }
+        self.devices
+            .iter()
+            .find(|d| d.region.contains(addr))
+            .map_or(addr, |d| d.region.alias_of(addr))
+    }
+}
+
+/// Starts the backend once; later calls return the same outcome.
+fn started() -> Result<&'static Fake, &'static str> {
+    FAKE.get_or_init(Fake::start)
+        .as_ref()
+        .map_err(String::as_str)
+}
+
+/// The started backend. Table entries are reachable only after a successful
+/// start, so this cannot fail there.
+pub(crate) fn fake() -> &'static Fake {
+    started().expect("fake backend entry called before a successful start")
+}

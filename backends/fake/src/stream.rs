@@ -1,0 +1,369 @@
+//! Streams: in-order queues of work, drained by the executor or by a host
+//! thread that waits for them.
+//!
+//! Every operation gets a sequence number when it is enqueued (1, 2, ...);
+//! `completed` counts the operations finished. A point in a stream is thus a
+//! number, and "has the stream passed point n" is one atomic load. Events,
+//! waits and the stream-ordered pool are all built on that.
+use crate::error::{panic_text, Failure};
+use crate::event::Marker;
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+const IDLE: u8 = 0;
+const QUEUED: u8 = 1;
+const RUNNING: u8 = 2;
+const BLOCKED: u8 = 3;
+
+/// How long a waiting host thread spins before it sleeps.
+const SPIN_ROUNDS: u32 = 4000;
+
+/// A pointer carried into an operation that runs on another thread.
+#[derive(Clone, Copy)]
+pub(crate) struct SendPtr(pub *mut c_void);
+// SAFETY: the pointers are device aliases or user buffers whose validity
+// over the operation's life is the enqueuing caller's contract, as on CUDA.
+unsafe impl Send for SendPtr {}
+
+/// One unit of stream work.
+pub(crate) enum Op {
+    Copy {
+        dst: SendPtr,
+        src: SendPtr,
+        len: usize,
+    },
+    Set {
+        dst: SendPtr,
+        value: u8,
+        len: usize,
+    },
+    Host {
+        func: unsafe extern "C" fn(*mut c_void),
+        data: SendPtr,
+    },
+    /// Records the time at which the stream reaches an event's point.
+    Mark(Arc<Marker>),
+    /// Holds the stream until another stream passes a point.
+    Wait(Arc<Marker>),
+    /// Any other work; its failure becomes the stream's sticky error.
+    Task(Box<dyn FnOnce() -> Result<(), Failure> + Send>),
+}
+
+enum Step {
+    Done(Result<(), Failure>),
+    Blocked(Op),
+}
+
+pub(crate) struct Stream {
+    pub device: usize,
+    level: usize,
+    id: u64,
+    pending: Mutex<VecDeque<Op>>,
+    batch: Mutex<VecDeque<Op>>,
+    enqueued: AtomicU64,
+    completed: AtomicU64,
+    state: AtomicU8,
+    waiters: Mutex<Vec<(u64, Arc<Stream>)>>,
+    has_waiters: AtomicBool,
+    sleepers: AtomicUsize,
+    sleep_lock: Mutex<()>,
+    sleep_cv: Condvar,
+    /// Sequence number of the first failed operation; u64::MAX when none.
+    error_seq: AtomicU64,
+    error: Mutex<Option<Failure>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Stream {
+    pub fn new(device: usize, level: usize, id: u64) -> Stream {
+        Stream {
+            device,
+            level,
+            id,
+            pending: Mutex::new(VecDeque::new()),
+            batch: Mutex::new(VecDeque::new()),
+            enqueued: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            state: AtomicU8::new(IDLE),
+            waiters: Mutex::new(Vec::new()),
+            has_waiters: AtomicBool::new(false),
+            sleepers: AtomicUsize::new(0),
+            sleep_lock: Mutex::new(()),
+            sleep_cv: Condvar::new(),
+            error_seq: AtomicU64::new(u64::MAX),
+            error: Mutex::new(None),
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn level(&self) -> usize {
+        self.level
+    }
+
+    /// Enqueues an operation; returns its sequence number.
+    pub fn enqueue(self: &Arc<Self>, op: Op) -> u64 {
+        self.enqueue_with(|_| op)
+    }
+
+    /// Enqueues the operation `make` builds from its own sequence number.
+    pub fn enqueue_with(self: &Arc<Self>, make: impl FnOnce(u64) -> Op) -> u64 {
+        let seq = {
+            let mut pending = lock(&self.pending);
+            let seq = self.enqueued.load(Relaxed) + 1;
+            pending.push_back(make(seq));
+            self.enqueued.store(seq, SeqCst);
+            seq
+        };
+        crate::fake()
+            .device(self.device)
+            .outstanding
+            .fetch_add(1, SeqCst);
+        if self
+            .state
+            .compare_exchange(IDLE, QUEUED, SeqCst, Relaxed)
+            .is_ok()
+        {
+            crate::fake().executor.schedule(self.clone());
+        }
+        seq
+    }
+
+    /// Sequence number of the last operation enqueued.
+    pub fn last_enqueued(&self) -> u64 {
+        self.enqueued.load(SeqCst)
+    }
+
+    /// Whether the stream has finished operation `seq`.
+    #[inline]
+    pub fn passed(&self, seq: u64) -> bool {
+        self.completed.load(Acquire) >= seq
+    }
+
+    /// The sticky error, if an operation at or before `seq` failed.
+    pub fn error_at(&self, seq: u64) -> Option<Failure> {
+        if self.error_seq.load(Acquire) <= seq {
+            lock(&self.error).clone()
+        } else {
+            None
+        }
+    }
+
+    /// SUCCESS, NOT_READY, or the sticky error.
+    pub fn query(&self) -> Result<(), Failure> {
+        let last = self.last_enqueued();
+        if let Some(failure) = self.error_at(u64::MAX - 1) {
+            return Err(failure);
+        }
+        if self.passed(last) {
+            Ok(())
+        } else {
+            Err(crate::error::failure!(
+                XDAL_ERROR_NOT_READY,
+                "stream has pending work"
+            ))
+        }
+    }
+
+    /// Waits until all work enqueued so far is done; returns the sticky error.
+    pub fn synchronize(self: &Arc<Self>) -> Result<(), Failure> {
+        self.wait_for(self.last_enqueued());
+        match self.error_at(u64::MAX - 1) {
+            Some(failure) => Err(failure),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until the stream has finished operation `seq`. While the stream
+    /// sits in a run queue, the waiting thread runs it itself: that saves a
+    /// worker wake-up on every synchronize of short work.
+    pub fn wait_for(self: &Arc<Self>, seq: u64) {
+        let mut rounds = 0;
+        while !self.passed(seq) {
+            if self.state.load(Relaxed) == QUEUED
+                && self
+                    .state
+                    .compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed)
+                    .is_ok()
+            {
+                self.run();
+                continue;
+            }
+            if rounds < SPIN_ROUNDS {
+                rounds += 1;
+                std::hint::spin_loop();
+                continue;
+            }
+            let mut guard = lock(&self.sleep_lock);
+            self.sleepers.fetch_add(1, SeqCst);
+            while !self.passed(seq) {
+                guard = self.sleep_cv.wait(guard).unwrap_or_else(|e| e.into_inner());
+            }
+            self.sleepers.fetch_sub(1, SeqCst);
+        }
+    }
+
+    /// Runs the stream if it is waiting in a run queue; called by workers.
+    pub fn run_if_queued(self: &Arc<Self>) {
+        if self
+            .state
+            .compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed)
+            .is_ok()
+        {
+            self.run();
+        }
+    }
+
+    /// Drains the stream. The caller owns the RUNNING state.
+    fn run(self: &Arc<Self>) {
+        loop {
+            let mut batch = lock(&self.batch);
+            loop {
+                if batch.is_empty() {
+                    std::mem::swap(&mut *batch, &mut *lock(&self.pending));
+                }
+                let Some(op) = batch.pop_front() else { break };
+                match self.execute(op) {
+                    Step::Done(result) => self.complete_one(result),
+                    Step::Blocked(op) => {
+                        // State is BLOCKED and we are registered as a waiter;
+                        // the waker reschedules us. The batch lock keeps a new
+                        // runner out until the op is back at the front.
+                        batch.push_front(op);
+                        return;
+                    }
+                }
+            }
+            drop(batch);
+            self.state.store(IDLE, SeqCst);
+            let more = self.enqueued.load(SeqCst) > self.completed.load(SeqCst);
+            if !(more
+                && self
+                    .state
+                    .compare_exchange(IDLE, RUNNING, SeqCst, Relaxed)
+                    .is_ok())
+            {
+                return;
+            }
+        }
+    }
+
+    fn execute(self: &Arc<Self>, op: Op) -> Step {
+        match op {
+            Op::Copy { dst, src, len } => {
+                // SAFETY: the front checked both ranges at enqueue; device
+                // addresses were translated to the backend alias.
+                unsafe { std::ptr::copy(src.0 as *const u8, dst.0 as *mut u8, len) };
+                Step::Done(Ok(()))
+            }
+            Op::Set { dst, value, len } => {
+                // SAFETY: as for Copy.
+                unsafe { std::ptr::write_bytes(dst.0 as *mut u8, value, len) };
+                Step::Done(Ok(()))
+            }
+            Op::Host { func, data } => {
+                // SAFETY: the caller gave a valid function and its argument;
+                // running it once here, in stream order, is the contract.
+                unsafe { func(data.0) };
+                Step::Done(Ok(()))
+            }
+            Op::Mark(marker) => {
+                marker.stamp();
+                Step::Done(Ok(()))
+            }
+            Op::Wait(marker) => {
+                if self.block_on(&marker) {
+                    Step::Blocked(Op::Wait(marker))
+                } else {
+                    Step::Done(Ok(()))
+                }
+            }
+            Op::Task(task) => {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task))
+                    .unwrap_or_else(|p| {
+                        Err(crate::error::failure!(
+                            XDAL_ERROR_INTERNAL,
+                            "stream work panicked: {}",
+                            panic_text(&p)
+                        ))
+                    });
+                Step::Done(result)
+            }
+        }
+    }
+
+    /// Registers this stream as waiting for `marker`, unless it is already
+    /// passed. Returns whether the stream must stop running.
+    fn block_on(self: &Arc<Self>, marker: &Marker) -> bool {
+        let target = &marker.stream;
+        if Arc::ptr_eq(target, self) || target.passed(marker.seq) {
+            return false;
+        }
+        let mut waiters = lock(&target.waiters);
+        target.has_waiters.store(true, SeqCst);
+        if target.completed.load(SeqCst) >= marker.seq {
+            return false;
+        }
+        self.state.store(BLOCKED, SeqCst);
+        waiters.push((marker.seq, self.clone()));
+        true
+    }
+
+    fn complete_one(&self, result: Result<(), Failure>) {
+        let seq = self.completed.load(Relaxed) + 1;
+        if let Err(failure) = result {
+            if self.error_seq.load(Relaxed) == u64::MAX {
+                *lock(&self.error) = Some(failure);
+                self.error_seq.store(seq, Release);
+                crate::fake()
+                    .device(self.device)
+                    .failed_streams
+                    .fetch_add(1, SeqCst);
+            }
+        }
+        self.completed.store(seq, SeqCst);
+        crate::fake()
+            .device(self.device)
+            .outstanding
+            .fetch_sub(1, SeqCst);
+        if self.has_waiters.load(SeqCst) {
+            self.wake_waiters(seq);
+        }
+        if self.sleepers.load(SeqCst) > 0 {
+            let _guard = lock(&self.sleep_lock);
+            self.sleep_cv.notify_all();
+        }
+    }
+
+    fn wake_waiters(&self, completed: u64) {
+        let mut waiters = lock(&self.waiters);
+        waiters.retain(|(seq, stream)| {
+            if *seq > completed {
+                return true;
+            }
+            stream.state.store(QUEUED, SeqCst);
+            crate::fake().executor.schedule(stream.clone());
+            false
+        });
+        if waiters.is_empty() {
+            self.has_waiters.store(false, SeqCst);
+        }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let device = crate::fake().device(self.device);
+        if self.error_seq.load(SeqCst) != u64::MAX {
+            device.failed_streams.fetch_sub(1, SeqCst);
+        }
+        device.forget_stream(self.id);
+    }
+}

@@ -1,0 +1,109 @@
+//! The fake backend's table and getter: the only way in.
+mod device;
+mod event;
+mod memory;
+mod stream;
+
+use crate::error::last_message;
+use crate::stream::Stream;
+use std::ffi::{c_char, CStr};
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+use xdal_abi::*;
+
+static NAME: &CStr = c"fake";
+
+static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
+    struct_size: std::mem::size_of::<xdal_backend_v1_t>(),
+    abi_major: XDAL_ABI_VERSION_MAJOR,
+    abi_minor: XDAL_ABI_VERSION_MINOR,
+    name: NAME.as_ptr(),
+    device_get_count: Some(device::get_count),
+    device_get_properties: Some(device::get_properties),
+    device_synchronize: Some(device::synchronize),
+    device_get_stream_priority_range: Some(device::get_stream_priority_range),
+    device_can_access_peer: Some(device::can_access_peer),
+    mem_get_info: Some(device::mem_get_info),
+    malloc: Some(memory::malloc),
+    free: Some(memory::free),
+    malloc_host: Some(memory::malloc_host),
+    free_host: Some(memory::free_host),
+    malloc_async: Some(memory::malloc_async),
+    free_async: Some(memory::free_async),
+    memcpy: Some(memory::memcpy),
+    memcpy_async: Some(memory::memcpy_async),
+    memcpy_peer: Some(memory::memcpy_peer),
+    memset: Some(memory::memset),
+    memset_async: Some(memory::memset_async),
+    mem_get_stats: Some(memory::get_stats),
+    mem_reset_peak_stats: Some(memory::reset_peak_stats),
+    mem_empty_cache: Some(memory::empty_cache),
+    stream_create: Some(stream::create),
+    stream_destroy: Some(stream::destroy),
+    stream_query: Some(stream::query),
+    stream_synchronize: Some(stream::synchronize),
+    stream_wait_event: Some(stream::wait_event),
+    launch_host_func: Some(stream::launch_host_func),
+    event_create: Some(event::create),
+    event_destroy: Some(event::destroy),
+    event_record: Some(event::record),
+    event_query: Some(event::query),
+    event_synchronize: Some(event::synchronize),
+    event_elapsed_time: Some(event::elapsed_time),
+    address_get_device: Some(memory::address_get_device),
+    last_error_message: Some(last_error_message),
+};
+
+/// The fake backend's table getter, with the signature every plugin's
+/// `xdal_backend_get_v1` has.
+///
+/// # Safety
+/// `table` must be NULL or point to writable storage for one pointer.
+pub unsafe extern "C" fn xdal_fake_backend_get_v1(
+    front_abi_major: u32,
+    _front_abi_minor: u32,
+    table: *mut *const xdal_backend_v1_t,
+) -> xdal_status_raw {
+    if table.is_null() {
+        return xdal_status::XDAL_ERROR_NULL_POINTER as xdal_status_raw;
+    }
+    if front_abi_major != XDAL_ABI_VERSION_MAJOR {
+        return xdal_status::XDAL_ERROR_VERSION_MISMATCH as xdal_status_raw;
+    }
+    let started = std::panic::catch_unwind(crate::started)
+        .unwrap_or(Err("the fake backend panicked while starting"));
+    if started.is_err() {
+        return xdal_status::XDAL_ERROR_BACKEND_UNAVAILABLE as xdal_status_raw;
+    }
+    // SAFETY: checked non-NULL above; the caller provides the storage.
+    unsafe { *table = &TABLE };
+    xdal_status::XDAL_SUCCESS as xdal_status_raw
+}
+
+/// Why the backend could not start, if it could not.
+pub fn startup_error() -> Option<String> {
+    crate::started().err().map(str::to_string)
+}
+
+unsafe extern "C" fn last_error_message() -> *const c_char {
+    last_message()
+}
+
+/// Borrows the stream behind a native handle made by `stream::create`.
+///
+/// # Safety
+/// `handle` must be a live handle from `stream::create` (the front checks).
+unsafe fn stream_ref<'a>(handle: xdal_backend_stream_t) -> ManuallyDrop<Arc<Stream>> {
+    // SAFETY: the handle is an `Arc::into_raw` the front keeps alive for the
+    // duration of the call; ManuallyDrop leaves its count untouched.
+    ManuallyDrop::new(unsafe { Arc::from_raw(handle as *const Stream) })
+}
+
+/// Writes `value` through an output pointer the front checked.
+///
+/// # Safety
+/// `out` must be valid for a write of `T`.
+unsafe fn write_out<T>(out: *mut T, value: T) {
+    // SAFETY: per the contract above.
+    unsafe { out.write(value) };
+}

@@ -1,0 +1,78 @@
+//! Stream entries.
+use super::device::GREATEST_PRIORITY;
+use super::{stream_ref, write_out};
+use crate::error::{entry, failure};
+use crate::event::Event;
+use crate::stream::{Op, SendPtr, Stream};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use xdal_abi::*;
+
+pub(super) unsafe extern "C" fn create(
+    device: c_int,
+    _flags: u32,
+    priority: c_int,
+    out: *mut xdal_backend_stream_t,
+) -> xdal_status_raw {
+    entry(|| {
+        let fake = crate::fake();
+        let level = (priority - GREATEST_PRIORITY) as usize;
+        let id = fake.next_id.fetch_add(1, Ordering::Relaxed);
+        let stream = Arc::new(Stream::new(device as usize, level, id));
+        fake.device(device as usize).add_stream(&stream);
+        // SAFETY: the front passes a valid output pointer.
+        Ok(unsafe { write_out(out, Arc::into_raw(stream) as xdal_backend_stream_t) })
+    })
+}
+
+pub(super) unsafe extern "C" fn destroy(stream: xdal_backend_stream_t) -> xdal_status_raw {
+    entry(|| {
+        // SAFETY: the front gives up its reference exactly once; queued work
+        // and events hold their own, so pending work still completes.
+        drop(unsafe { Arc::from_raw(stream as *const Stream) });
+        Ok(())
+    })
+}
+
+pub(super) unsafe extern "C" fn query(stream: xdal_backend_stream_t) -> xdal_status_raw {
+    // SAFETY: the front passes a live stream handle.
+    entry(|| unsafe { stream_ref(stream) }.query())
+}
+
+pub(super) unsafe extern "C" fn synchronize(stream: xdal_backend_stream_t) -> xdal_status_raw {
+    // SAFETY: the front passes a live stream handle.
+    entry(|| unsafe { stream_ref(stream) }.synchronize())
+}
+
+pub(super) unsafe extern "C" fn wait_event(
+    stream: xdal_backend_stream_t,
+    event: xdal_backend_event_t,
+) -> xdal_status_raw {
+    entry(|| {
+        // SAFETY: the front passes live handles.
+        let (stream, event) = unsafe { (stream_ref(stream), &*(event as *const Event)) };
+        // A never-recorded event, or a point already passed, needs no wait.
+        if let Some(marker) = event.point().filter(|m| !m.passed()) {
+            stream.enqueue(Op::Wait(marker));
+        }
+        Ok(())
+    })
+}
+
+pub(super) unsafe extern "C" fn launch_host_func(
+    stream: xdal_backend_stream_t,
+    func: xdal_host_fn_t,
+    user_data: *mut c_void,
+) -> xdal_status_raw {
+    entry(|| {
+        let func =
+            func.ok_or_else(|| failure!(XDAL_ERROR_NULL_POINTER, "host function is NULL"))?;
+        // SAFETY: the front passes a live stream handle.
+        unsafe { stream_ref(stream) }.enqueue(Op::Host {
+            func,
+            data: SendPtr(user_data),
+        });
+        Ok(())
+    })
+}

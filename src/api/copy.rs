@@ -1,0 +1,267 @@
+//! Copies and sets, synchronous and stream-ordered. Both sides of every
+//! copy are classified against the registry before the backend sees them:
+//! a range that leaves its allocation, freed device memory, or a kind that
+//! contradicts the pointers is refused, for async calls at enqueue time.
+use crate::api::memory::address_device;
+use crate::backend::{backend, call, Backend};
+use crate::error::{bail, boundary, require, XResult};
+use crate::registry::{Memory, REGISTRY};
+use crate::threads::current_device;
+use std::ffi::{c_int, c_void};
+use xdal_abi::xdal_memcpy_kind::*;
+use xdal_abi::*;
+
+/// Where one side of a copy lives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    Host,
+    Device(c_int),
+}
+
+/// Classifies `[addr, addr + bytes)`, refusing ranges that run past their
+/// allocation and device addresses outside any live allocation.
+fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult<Side> {
+    if let Some(a) = REGISTRY.find(addr) {
+        let room = a.room_after(addr);
+        if bytes > room {
+            bail!(
+                XDAL_ERROR_INVALID_POINTER,
+                "{bytes} bytes at {role} {addr:#x} run past the end of a {}-byte allocation at {:#x} by {} bytes",
+                a.size,
+                a.base,
+                bytes - room
+            );
+        }
+        return Ok(match a.memory {
+            Memory::Device { device, .. } => Side::Device(device),
+            Memory::Host => Side::Host,
+        });
+    }
+    if let Some(device) = address_device(backend, addr) {
+        bail!(
+            XDAL_ERROR_INVALID_POINTER,
+            "{role} {addr:#x} lies in device {device}'s memory but in no live allocation (freed already?)"
+        );
+    }
+    Ok(Side::Host)
+}
+
+fn kind_name(kind: xdal_memcpy_kind) -> &'static str {
+    match kind {
+        XDAL_MEMCPY_HOST_TO_HOST => "XDAL_MEMCPY_HOST_TO_HOST",
+        XDAL_MEMCPY_HOST_TO_DEVICE => "XDAL_MEMCPY_HOST_TO_DEVICE",
+        XDAL_MEMCPY_DEVICE_TO_HOST => "XDAL_MEMCPY_DEVICE_TO_HOST",
+        XDAL_MEMCPY_DEVICE_TO_DEVICE => "XDAL_MEMCPY_DEVICE_TO_DEVICE",
+        XDAL_MEMCPY_DEFAULT => "XDAL_MEMCPY_DEFAULT",
+    }
+}
+
+fn parse_kind(kind: xdal_memcpy_kind_raw) -> XResult<xdal_memcpy_kind> {
+    match xdal_memcpy_kind::from_raw(kind) {
+        Some(kind) => Ok(kind),
+        None => bail!(
+            XDAL_ERROR_INVALID_VALUE,
+            "{kind} is not an xdal_memcpy_kind_t"
+        ),
+    }
+}
+
+/// A checked copy: the kind resolved, both sides validated.
+struct Copy {
+    dst: *mut c_void,
+    src: *const c_void,
+    kind: xdal_memcpy_kind,
+}
+
+/// Validates a copy of `bytes > 0` bytes and resolves its kind.
+fn check_copy(
+    backend: &Backend,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    kind: xdal_memcpy_kind,
+) -> XResult<Copy> {
+    require(dst, "dst")?;
+    require(src, "src")?;
+    let dst_side = classify(backend, dst as usize, bytes, "destination")?;
+    let src_side = classify(backend, src as usize, bytes, "source")?;
+    let is_device = |side: Side| matches!(side, Side::Device(_));
+    let inferred = match (is_device(src_side), is_device(dst_side)) {
+        (false, false) => XDAL_MEMCPY_HOST_TO_HOST,
+        (false, true) => XDAL_MEMCPY_HOST_TO_DEVICE,
+        (true, false) => XDAL_MEMCPY_DEVICE_TO_HOST,
+        (true, true) => XDAL_MEMCPY_DEVICE_TO_DEVICE,
+    };
+    if kind != XDAL_MEMCPY_DEFAULT && kind != inferred {
+        let (want_src, want_dst) = match kind {
+            XDAL_MEMCPY_HOST_TO_HOST => (false, false),
+            XDAL_MEMCPY_HOST_TO_DEVICE => (false, true),
+            XDAL_MEMCPY_DEVICE_TO_HOST => (true, false),
+            _ => (true, true),
+        };
+        let (role, addr, wanted) = if want_src != is_device(src_side) {
+            ("source", src as usize, want_src)
+        } else {
+            ("destination", dst as usize, want_dst)
+        };
+        let memory = |device: bool| {
+            if device {
+                "device memory"
+            } else {
+                "host memory"
+            }
+        };
+        bail!(
+            XDAL_ERROR_INVALID_POINTER,
+            "{} needs {} as the {role}, but {addr:#x} is {}",
+            kind_name(kind),
+            memory(wanted),
+            memory(!wanted)
+        );
+    }
+    Ok(Copy {
+        dst,
+        src,
+        kind: inferred,
+    })
+}
+
+/// Checks that `dst` can be set: `bytes` of live device memory.
+fn check_set(backend: &Backend, dst: *mut c_void, bytes: usize) -> XResult<()> {
+    require(dst, "dst")?;
+    if classify(backend, dst as usize, bytes, "destination")? == Side::Host {
+        bail!(XDAL_ERROR_INVALID_POINTER, "{dst:p} is not device memory");
+    }
+    Ok(())
+}
+
+/// Orders a synchronous call after the current device's default stream.
+fn after_default_stream(backend: &'static Backend) -> XResult<()> {
+    if let Some(default) = backend.existing_default_stream(current_device()) {
+        // A sticky error of the default stream belongs to that stream's
+        // work, not to this copy: the wait is what matters here.
+        let _ = call!(backend, stream_synchronize(default.native));
+    }
+    Ok(())
+}
+
+/// Copies `bytes` bytes and returns when they are there. `kind` must match
+/// the pointers (`XDAL_MEMCPY_DEFAULT` infers it). Ordered after the
+/// current device's default stream. `bytes == 0` is a no-op.
+#[no_mangle]
+pub extern "C" fn xdal_memcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    kind: xdal_memcpy_kind_raw,
+) -> xdal_status_t {
+    boundary("xdal_memcpy", || {
+        let kind = parse_kind(kind)?;
+        let backend = backend()?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let copy = check_copy(backend, dst, src, bytes, kind)?;
+        after_default_stream(backend)?;
+        call!(backend, memcpy(copy.dst, copy.src, bytes, copy.kind))
+    })
+}
+
+/// Enqueues a copy on `stream` (NULL: the current device's default stream).
+/// Every check happens now, at enqueue time; the buffers must stay valid
+/// until the stream reaches the copy.
+#[no_mangle]
+pub extern "C" fn xdal_memcpy_async(
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    kind: xdal_memcpy_kind_raw,
+    stream: xdal_stream_t,
+) -> xdal_status_t {
+    boundary("xdal_memcpy_async", || {
+        let kind = parse_kind(kind)?;
+        let stream = crate::objects::stream(stream)?;
+        let backend = backend()?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let copy = check_copy(backend, dst, src, bytes, kind)?;
+        call!(
+            backend,
+            memcpy_async(copy.dst, copy.src, bytes, copy.kind, stream.native)
+        )
+    })
+}
+
+/// Copies `bytes` bytes from device `src_device`'s memory to device
+/// `dst_device`'s memory and returns when they are there.
+#[no_mangle]
+pub extern "C" fn xdal_memcpy_peer(
+    dst: *mut c_void,
+    dst_device: c_int,
+    src: *const c_void,
+    src_device: c_int,
+    bytes: usize,
+) -> xdal_status_t {
+    boundary("xdal_memcpy_peer", || {
+        let backend = backend()?;
+        backend.device(dst_device)?;
+        backend.device(src_device)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        require(dst, "dst")?;
+        require(src, "src")?;
+        for (role, addr, device) in [
+            ("destination", dst as usize, dst_device),
+            ("source", src as usize, src_device),
+        ] {
+            if classify(backend, addr, bytes, role)? != Side::Device(device) {
+                bail!(
+                    XDAL_ERROR_INVALID_POINTER,
+                    "the {role} {addr:#x} is not memory of device {device}"
+                );
+            }
+        }
+        after_default_stream(backend)?;
+        call!(
+            backend,
+            memcpy_peer(dst, dst_device, src, src_device, bytes)
+        )
+    })
+}
+
+/// Sets `bytes` bytes of device memory to the low byte of `value`, and
+/// returns when done. Ordered after the current device's default stream.
+#[no_mangle]
+pub extern "C" fn xdal_memset(dst: *mut c_void, value: c_int, bytes: usize) -> xdal_status_t {
+    boundary("xdal_memset", || {
+        let backend = backend()?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        check_set(backend, dst, bytes)?;
+        after_default_stream(backend)?;
+        call!(backend, memset(dst, value, bytes))
+    })
+}
+
+/// Enqueues a set of `bytes` bytes of device memory to the low byte of
+/// `value` on `stream`; checked at enqueue time.
+#[no_mangle]
+pub extern "C" fn xdal_memset_async(
+    dst: *mut c_void,
+    value: c_int,
+    bytes: usize,
+    stream: xdal_stream_t,
+) -> xdal_status_t {
+    boundary("xdal_memset_async", || {
+        let stream = crate::objects::stream(stream)?;
+        let backend = backend()?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        check_set(backend, dst, bytes)?;
+        call!(backend, memset_async(dst, value, bytes, stream.native))
+    })
+}

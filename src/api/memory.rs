@@ -1,0 +1,290 @@
+//! Allocation: device, pinned host and stream-ordered; pointer attributes;
+//! allocator statistics.
+use crate::api::device::check_struct_size;
+use crate::backend::{backend, call, Backend};
+use crate::error::{bail, boundary, err, Error, Out, XResult};
+use crate::registry::{Allocation, Memory, REGISTRY};
+use crate::threads::current_device;
+use std::ffi::{c_int, c_void};
+use xdal_abi::*;
+
+/// The device whose address space holds `addr`, if the backend can tell.
+pub(crate) fn address_device(backend: &Backend, addr: usize) -> Option<c_int> {
+    backend.table.address_get_device?;
+    let mut device = -1;
+    call!(
+        backend,
+        address_get_device(addr as *const c_void, &mut device)
+    )
+    .ok()?;
+    (device >= 0).then_some(device)
+}
+
+/// Explains why `ptr` cannot be freed as `wanted` memory.
+fn not_freeable(backend: &Backend, ptr: *mut c_void, wanted: Memory) -> Error {
+    let addr = ptr as usize;
+    match REGISTRY.find(addr) {
+        Some(a) if a.base != addr => err!(
+            XDAL_ERROR_INVALID_POINTER,
+            "{ptr:p} points inside the {}-byte allocation at {:#x}: free its base",
+            a.size,
+            a.base
+        ),
+        Some(a) if a.memory == Memory::Host => {
+            err!(
+                XDAL_ERROR_INVALID_POINTER,
+                "{ptr:p} is pinned host memory: free it with xdal_free_host"
+            )
+        }
+        Some(_) => err!(
+            XDAL_ERROR_INVALID_POINTER,
+            "{ptr:p} is device memory: free it with xdal_free"
+        ),
+        None => match (address_device(backend, addr), wanted) {
+            (Some(device), _) => {
+                err!(
+                    XDAL_ERROR_INVALID_POINTER,
+                    "{ptr:p} is not a live allocation of device {device} (freed already?)"
+                )
+            }
+            (None, Memory::Host) => err!(
+                XDAL_ERROR_INVALID_POINTER,
+                "{ptr:p} is not memory from xdal_malloc_host"
+            ),
+            (None, _) => err!(
+                XDAL_ERROR_INVALID_POINTER,
+                "{ptr:p} is not device memory from xdal_malloc (a host pointer, or freed already?)"
+            ),
+        },
+    }
+}
+
+fn is_device(a: &Allocation) -> bool {
+    matches!(a.memory, Memory::Device { .. })
+}
+
+fn check_size(size: usize) -> XResult<()> {
+    if size == 0 {
+        bail!(XDAL_ERROR_INVALID_VALUE, "size is 0");
+    }
+    Ok(())
+}
+
+/// Allocates `size` bytes (> 0) on the current device; 256-byte aligned.
+#[no_mangle]
+pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status_t {
+    boundary("xdal_malloc", || {
+        let out = Out::new(ptr, "ptr")?;
+        check_size(size)?;
+        let backend = backend()?;
+        let device = backend.device(current_device())?;
+        let mut addr = std::ptr::null_mut();
+        call!(backend, malloc(device, size, &mut addr))?;
+        REGISTRY.insert(Allocation {
+            base: addr as usize,
+            size,
+            memory: Memory::Device {
+                device,
+                pooled: false,
+            },
+        });
+        out.write(addr);
+        Ok(())
+    })
+}
+
+/// Frees device memory from `xdal_malloc` (or `xdal_malloc_async`) after
+/// the device's pending work. NULL is a no-op. Anything but the base of a
+/// live device allocation is `XDAL_ERROR_INVALID_POINTER`.
+#[no_mangle]
+pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
+    boundary("xdal_free", || {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let backend = backend()?;
+        let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
+            return Err(not_freeable(
+                backend,
+                ptr,
+                Memory::Device {
+                    device: 0,
+                    pooled: false,
+                },
+            ));
+        };
+        let device = allocation.device().unwrap_or_default();
+        call!(backend, free(device, ptr)).inspect_err(|_| REGISTRY.insert(allocation))
+    })
+}
+
+/// Allocates `size` bytes (> 0) of page-aligned, pinned host memory, which
+/// host code may always access.
+#[no_mangle]
+pub extern "C" fn xdal_malloc_host(ptr: *mut *mut c_void, size: usize) -> xdal_status_t {
+    boundary("xdal_malloc_host", || {
+        let out = Out::new(ptr, "ptr")?;
+        check_size(size)?;
+        let backend = backend()?;
+        let mut addr = std::ptr::null_mut();
+        call!(backend, malloc_host(size, &mut addr))?;
+        REGISTRY.insert(Allocation {
+            base: addr as usize,
+            size,
+            memory: Memory::Host,
+        });
+        out.write(addr);
+        Ok(())
+    })
+}
+
+/// Frees memory from `xdal_malloc_host`. NULL is a no-op; anything else is
+/// `XDAL_ERROR_INVALID_POINTER`.
+#[no_mangle]
+pub extern "C" fn xdal_free_host(ptr: *mut c_void) -> xdal_status_t {
+    boundary("xdal_free_host", || {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let backend = backend()?;
+        let Some(allocation) = REGISTRY.remove_if(ptr as usize, |a| a.memory == Memory::Host)
+        else {
+            return Err(not_freeable(backend, ptr, Memory::Host));
+        };
+        call!(backend, free_host(ptr)).inspect_err(|_| REGISTRY.insert(allocation))
+    })
+}
+
+/// Allocates `size` bytes (> 0) on the stream's device from the
+/// stream-ordered pool: usable by work enqueued on `stream` after this call
+/// (and by any work once the stream has reached this point).
+#[no_mangle]
+pub extern "C" fn xdal_malloc_async(
+    ptr: *mut *mut c_void,
+    size: usize,
+    stream: xdal_stream_t,
+) -> xdal_status_t {
+    boundary("xdal_malloc_async", || {
+        let out = Out::new(ptr, "ptr")?;
+        check_size(size)?;
+        let stream = crate::objects::stream(stream)?;
+        let backend = backend()?;
+        let mut addr = std::ptr::null_mut();
+        call!(
+            backend,
+            malloc_async(stream.device, size, stream.native, &mut addr)
+        )?;
+        let memory = Memory::Device {
+            device: stream.device,
+            pooled: true,
+        };
+        REGISTRY.insert(Allocation {
+            base: addr as usize,
+            size,
+            memory,
+        });
+        out.write(addr);
+        Ok(())
+    })
+}
+
+/// Frees device memory when `stream` reaches this point; the block returns
+/// to the pool. The pointer is invalid for every call made after this one.
+/// NULL is a no-op.
+#[no_mangle]
+pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xdal_status_t {
+    boundary("xdal_free_async", || {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let stream = crate::objects::stream(stream)?;
+        let backend = backend()?;
+        let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
+            return Err(not_freeable(
+                backend,
+                ptr,
+                Memory::Device {
+                    device: 0,
+                    pooled: true,
+                },
+            ));
+        };
+        let device = allocation.device().unwrap_or_default();
+        call!(backend, free_async(device, ptr, stream.native))
+            .inspect_err(|_| REGISTRY.insert(allocation))
+    })
+}
+
+/// Describes the allocation that contains `ptr` (interior pointers too).
+/// An unknown pointer, NULL included, is success with type
+/// `XDAL_MEMORY_TYPE_UNREGISTERED`, device -1, base NULL and size 0.
+#[no_mangle]
+pub extern "C" fn xdal_pointer_get_attributes(
+    ptr: *const c_void,
+    attrs: *mut xdal_pointer_attributes_t,
+) -> xdal_status_t {
+    boundary("xdal_pointer_get_attributes", || {
+        let attrs = Out::new(attrs, "attrs")?;
+        check_struct_size(&attrs, "attrs")?;
+        backend()?;
+        let mut value = xdal_pointer_attributes_t {
+            struct_size: std::mem::size_of::<xdal_pointer_attributes_t>(),
+            type_: xdal_memory_type::XDAL_MEMORY_TYPE_UNREGISTERED,
+            device: -1,
+            base: std::ptr::null_mut(),
+            size: 0,
+        };
+        if let Some(a) = REGISTRY.find(ptr as usize) {
+            value.base = a.base as *mut c_void;
+            value.size = a.size;
+            (value.type_, value.device) = match a.memory {
+                Memory::Device { device, .. } => {
+                    (xdal_memory_type::XDAL_MEMORY_TYPE_DEVICE, device)
+                }
+                Memory::Host => (xdal_memory_type::XDAL_MEMORY_TYPE_HOST, -1),
+            };
+        }
+        // SAFETY: the caller's struct holds `struct_size` bytes, checked above.
+        unsafe { write_sized(attrs.as_ptr(), &value) };
+        Ok(())
+    })
+}
+
+/// Fills `stats` with the allocator statistics of `device`. The caller
+/// sets `stats->struct_size`; only the fields that fit are written.
+#[no_mangle]
+pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t) -> xdal_status_t {
+    boundary("xdal_mem_get_stats", || {
+        let stats = Out::new(stats, "stats")?;
+        check_struct_size(&stats, "stats")?;
+        let backend = backend()?;
+        backend.device(device)?;
+        let mut value = xdal_mem_stats_t {
+            struct_size: std::mem::size_of::<xdal_mem_stats_t>(),
+            ..Default::default()
+        };
+        call!(backend, mem_get_stats(device, &mut value))?;
+        // SAFETY: the caller's struct holds `struct_size` bytes, checked above.
+        unsafe { write_sized(stats.as_ptr(), &value) };
+        Ok(())
+    })
+}
+
+/// Resets `peak_allocated_bytes` of `device` to its current allocation.
+#[no_mangle]
+pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
+    boundary("xdal_mem_reset_peak_stats", || {
+        let backend = backend()?;
+        call!(backend, mem_reset_peak_stats(backend.device(device)?))
+    })
+}
+
+/// Gives the device back the pool's cached blocks whose frees have
+/// completed; `reserved_bytes` drops accordingly.
+#[no_mangle]
+pub extern "C" fn xdal_mem_empty_cache(device: c_int) -> xdal_status_t {
+    boundary("xdal_mem_empty_cache", || {
+        let backend = backend()?;
+        call!(backend, mem_empty_cache(backend.device(device)?))
+    })
+}

@@ -1,0 +1,137 @@
+//! Streams: in-order queues of work on one device.
+use crate::backend::{backend, call};
+use crate::error::{bail, boundary, err, require, Out};
+use crate::objects::{StreamObj, STREAMS};
+use crate::threads::current_device;
+use std::ffi::{c_int, c_void};
+use xdal_abi::*;
+
+/// Creates a stream on the current device. `flags`: `XDAL_STREAM_DEFAULT`
+/// or `XDAL_STREAM_NON_BLOCKING`; `priority` within
+/// `xdal_device_get_stream_priority_range` (lower is more urgent).
+#[no_mangle]
+pub extern "C" fn xdal_stream_create(
+    stream: *mut xdal_stream_t,
+    flags: u32,
+    priority: c_int,
+) -> xdal_status_t {
+    boundary("xdal_stream_create", || {
+        let out = Out::new(stream, "stream")?;
+        if flags & !XDAL_STREAM_FLAGS_ALL != 0 {
+            bail!(XDAL_ERROR_INVALID_VALUE, "unknown stream flags {flags:#x}");
+        }
+        let backend = backend()?;
+        let device = backend.device(current_device())?;
+        let (least, greatest) = (backend.priority_least, backend.priority_greatest);
+        if priority < greatest || priority > least {
+            bail!(
+                XDAL_ERROR_INVALID_VALUE,
+                "priority {priority} is outside the range {greatest} (greatest) to {least} (least)"
+            );
+        }
+        let object = StreamObj::create(backend, device, flags, priority)?;
+        let handle = STREAMS
+            .insert(object)
+            .ok_or_else(|| err!(XDAL_ERROR_OUT_OF_MEMORY, "too many live streams"))?;
+        out.write(handle as xdal_stream_t);
+        Ok(())
+    })
+}
+
+/// Destroys a stream. Returns at once; work already enqueued still runs to
+/// completion. The handle is invalid from now on. NULL (the default
+/// stream) cannot be destroyed: `XDAL_ERROR_INVALID_HANDLE`.
+#[no_mangle]
+pub extern "C" fn xdal_stream_destroy(stream: xdal_stream_t) -> xdal_status_t {
+    boundary("xdal_stream_destroy", || {
+        if stream.is_null() {
+            bail!(
+                XDAL_ERROR_INVALID_HANDLE,
+                "the default stream (NULL) cannot be destroyed"
+            );
+        }
+        STREAMS.remove(stream as usize).map(drop).ok_or_else(|| {
+            err!(
+                XDAL_ERROR_INVALID_HANDLE,
+                "{stream:p} is not a live stream (destroyed, or not a stream handle)"
+            )
+        })
+    })
+}
+
+/// `XDAL_SUCCESS` when all work enqueued on the stream is done,
+/// `XDAL_ERROR_NOT_READY` while some is pending (the last operation
+/// included), or the stream's sticky error.
+#[no_mangle]
+pub extern "C" fn xdal_stream_query(stream: xdal_stream_t) -> xdal_status_t {
+    boundary("xdal_stream_query", || {
+        let stream = crate::objects::stream(stream)?;
+        call!(backend()?, stream_query(stream.native))
+    })
+}
+
+/// Waits until all work enqueued on the stream so far is done. Returns the
+/// stream's sticky error, if its work ever failed.
+#[no_mangle]
+pub extern "C" fn xdal_stream_synchronize(stream: xdal_stream_t) -> xdal_status_t {
+    boundary("xdal_stream_synchronize", || {
+        let stream = crate::objects::stream(stream)?;
+        call!(backend()?, stream_synchronize(stream.native))
+    })
+}
+
+/// Makes work enqueued on `stream` after this call wait until `event`'s
+/// point, as recorded now, is reached. A never-recorded event is no wait.
+#[no_mangle]
+pub extern "C" fn xdal_stream_wait_event(
+    stream: xdal_stream_t,
+    event: xdal_event_t,
+) -> xdal_status_t {
+    boundary("xdal_stream_wait_event", || {
+        let stream = crate::objects::stream(stream)?;
+        let event = crate::objects::event(event)?;
+        call!(backend()?, stream_wait_event(stream.native, event.native))
+    })
+}
+
+/// Writes the stream's priority.
+#[no_mangle]
+pub extern "C" fn xdal_stream_get_priority(
+    stream: xdal_stream_t,
+    priority: *mut c_int,
+) -> xdal_status_t {
+    boundary("xdal_stream_get_priority", || {
+        let out = Out::new(priority, "priority")?;
+        out.write(crate::objects::stream(stream)?.priority);
+        Ok(())
+    })
+}
+
+/// Writes the device the stream belongs to.
+#[no_mangle]
+pub extern "C" fn xdal_stream_get_device(
+    stream: xdal_stream_t,
+    device: *mut c_int,
+) -> xdal_status_t {
+    boundary("xdal_stream_get_device", || {
+        let out = Out::new(device, "device")?;
+        out.write(crate::objects::stream(stream)?.device);
+        Ok(())
+    })
+}
+
+/// Enqueues `fn(user_data)` on the stream: it runs once, after all earlier
+/// work of the stream, before any later work. It must not call xdal
+/// functions that wait (synchronize, blocking copies).
+#[no_mangle]
+pub extern "C" fn xdal_launch_host_func(
+    stream: xdal_stream_t,
+    func: xdal_host_fn_t,
+    user_data: *mut c_void,
+) -> xdal_status_t {
+    boundary("xdal_launch_host_func", || {
+        require(func.map_or(std::ptr::null(), |f| f as *const c_void), "fn")?;
+        let stream = crate::objects::stream(stream)?;
+        call!(backend()?, launch_host_func(stream.native, func, user_data))
+    })
+}

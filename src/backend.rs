@@ -1,0 +1,337 @@
+//! Choosing, loading and calling the backend. The front knows a backend only
+//! through its `xdal_backend_v1_t` table; the built-in fake backend is
+//! reached through the same getter signature a plugin exports.
+use crate::error::{err, Error, XResult};
+use crate::objects::StreamObj;
+use std::ffi::{c_int, CStr, CString};
+use std::mem::{offset_of, size_of, MaybeUninit};
+use std::sync::{Arc, OnceLock};
+use xdal_abi::*;
+
+/// The loaded backend: a private copy of its table (entries beyond the
+/// backend's `struct_size` read as NULL) plus what the front caches.
+pub(crate) struct Backend {
+    pub table: xdal_backend_v1_t,
+    pub name: CString,
+    pub device_count: c_int,
+    pub priority_least: c_int,
+    pub priority_greatest: c_int,
+    defaults: Vec<OnceLock<Arc<StreamObj>>>,
+}
+
+static BACKEND: OnceLock<Result<Backend, Error>> = OnceLock::new();
+
+/// The backend, loaded on first use. A backend that cannot start gives
+/// `XDAL_ERROR_BACKEND_UNAVAILABLE` (or `VERSION_MISMATCH`) on every call,
+/// with the reason, and never takes the process down.
+#[inline]
+pub(crate) fn backend() -> XResult<&'static Backend> {
+    BACKEND.get_or_init(load).as_ref().map_err(Clone::clone)
+}
+
+/// Calls a table entry: a NULL entry is `XDAL_ERROR_NOT_SUPPORTED`; a
+/// failure carries the backend's message.
+macro_rules! call {
+    ($backend:expr, $entry:ident($($arg:expr),* $(,)?)) => {{
+        let backend: &$crate::backend::Backend = $backend;
+        match backend.table.$entry {
+            // SAFETY: the entry comes from a table validated at load, and the
+            // front has checked every argument as the entry's documentation
+            // in xdal_backend.h says it does.
+            Some(entry) => backend.check(unsafe { entry($($arg),*) }),
+            None => Err(backend.not_supported(stringify!($entry))),
+        }
+    }};
+}
+pub(crate) use call;
+
+impl Backend {
+    /// Turns an entry's raw status into a result with the backend's message.
+    pub fn check(&self, raw: xdal_status_raw) -> XResult<()> {
+        if raw == xdal_status::XDAL_SUCCESS as xdal_status_raw {
+            return Ok(());
+        }
+        let Some(status) = xdal_status::from_raw(raw) else {
+            return Err(err!(
+                XDAL_ERROR_INTERNAL,
+                "backend returned {raw}, which is not an xdal_status_t"
+            ));
+        };
+        let detail = self
+            .table
+            .last_error_message
+            // SAFETY: a validated entry; it takes no arguments.
+            .map(|message| unsafe { message() })
+            .filter(|p| !p.is_null())
+            // SAFETY: the backend returns a NUL-terminated string that stays
+            // valid until its next call on this thread.
+            .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+            .filter(|m| !m.is_empty())
+            .unwrap_or_else(|| format!("{} backend reported {}", self.name_str(), status.name()));
+        Err(Error {
+            status,
+            message: detail,
+        })
+    }
+
+    pub fn not_supported(&self, entry: &str) -> Error {
+        err!(
+            XDAL_ERROR_NOT_SUPPORTED,
+            "the {} backend does not implement {entry}",
+            self.name_str()
+        )
+    }
+
+    pub fn name_str(&self) -> &str {
+        self.name.to_str().unwrap_or("?")
+    }
+
+    /// Checks a device index.
+    pub fn device(&self, device: c_int) -> XResult<c_int> {
+        if device < 0 || device >= self.device_count {
+            return Err(err!(
+                XDAL_ERROR_INVALID_DEVICE,
+                "device {device} does not exist ({} device(s): 0 to {})",
+                self.device_count,
+                self.device_count - 1
+            ));
+        }
+        Ok(device)
+    }
+
+    /// The default stream of `device` (checked), created on first use.
+    pub fn default_stream(&'static self, device: c_int) -> XResult<Arc<StreamObj>> {
+        let slot = &self.defaults[self.device(device)? as usize];
+        if let Some(stream) = slot.get() {
+            return Ok(stream.clone());
+        }
+        let created = StreamObj::create(self, device, XDAL_STREAM_DEFAULT, self.priority_least)?;
+        Ok(slot.get_or_init(|| created).clone())
+    }
+
+    /// The default stream of `device` if it was ever used.
+    pub fn existing_default_stream(&self, device: c_int) -> Option<&Arc<StreamObj>> {
+        self.defaults.get(usize::try_from(device).ok()?)?.get()
+    }
+}
+
+/// Entries no fallback can replace: a table without one is refused.
+const REQUIRED: &[(&str, fn(&xdal_backend_v1_t) -> bool)] = &[
+    ("device_get_count", |t| t.device_get_count.is_some()),
+    ("device_get_properties", |t| {
+        t.device_get_properties.is_some()
+    }),
+    ("malloc", |t| t.malloc.is_some()),
+    ("free", |t| t.free.is_some()),
+    ("memcpy", |t| t.memcpy.is_some()),
+    ("stream_create", |t| t.stream_create.is_some()),
+    ("stream_destroy", |t| t.stream_destroy.is_some()),
+    ("stream_query", |t| t.stream_query.is_some()),
+    ("stream_synchronize", |t| t.stream_synchronize.is_some()),
+    ("launch_host_func", |t| t.launch_host_func.is_some()),
+    ("event_create", |t| t.event_create.is_some()),
+    ("event_destroy", |t| t.event_destroy.is_some()),
+    ("event_record", |t| t.event_record.is_some()),
+    ("event_query", |t| t.event_query.is_some()),
+    ("event_synchronize", |t| t.event_synchronize.is_some()),
+];
+
+fn load() -> Result<Backend, Error> {
+    let requested = std::env::var("XDAL_BACKEND").unwrap_or_default();
+    let (label, getter) = match requested.as_str() {
+        "" | "fake" => (
+            "fake".to_string(),
+            Some(xdal_fake::xdal_fake_backend_get_v1 as _),
+        ),
+        path if path.contains('/') || path.ends_with(".so") => {
+            (path.to_string(), open_plugin(path)?)
+        }
+        name => {
+            return Err(err!(
+                XDAL_ERROR_BACKEND_UNAVAILABLE,
+                "XDAL_BACKEND={name:?} names no backend built into this library (built in: fake); \
+                 give a path to a plugin .so to load one"
+            ))
+        }
+    };
+    let table = fetch_table(&label, getter)?;
+    start(&label, table)
+}
+
+/// Opens a plugin and finds its getter. The library is never closed: its
+/// code must outlive every handle it made.
+fn open_plugin(path: &str) -> Result<xdal_backend_get_v1_fn, Error> {
+    let unavailable = |why: String| {
+        err!(
+            XDAL_ERROR_BACKEND_UNAVAILABLE,
+            "cannot load backend plugin {path:?}: {why}"
+        )
+    };
+    let c_path =
+        CString::new(path).map_err(|_| unavailable("the path contains a NUL byte".into()))?;
+    // SAFETY: dlopen with a valid C string; a failure is reported by NULL.
+    let library = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if library.is_null() {
+        return Err(unavailable(dl_error()));
+    }
+    // SAFETY: dlsym on a live handle with a valid C string.
+    let symbol = unsafe { libc::dlsym(library, c"xdal_backend_get_v1".as_ptr()) };
+    if symbol.is_null() {
+        return Err(unavailable(
+            "it does not export xdal_backend_get_v1, so it is not an xdal backend".into(),
+        ));
+    }
+    // SAFETY: a backend's xdal_backend_get_v1 has this signature by contract
+    // (xdal_backend.h); function and data pointers have one size here.
+    Ok(Some(unsafe {
+        std::mem::transmute::<
+            *mut libc::c_void,
+            unsafe extern "C" fn(u32, u32, *mut *const xdal_backend_v1_t) -> xdal_status_raw,
+        >(symbol)
+    }))
+}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated string.
+    let message = unsafe { libc::dlerror() };
+    if message.is_null() {
+        return "unknown dlopen error".into();
+    }
+    // SAFETY: non-NULL, NUL-terminated per dlerror's contract.
+    unsafe { CStr::from_ptr(message) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Calls the getter and copies the table it returns, reading no more than
+/// the backend's `struct_size`.
+fn fetch_table(label: &str, getter: xdal_backend_get_v1_fn) -> Result<xdal_backend_v1_t, Error> {
+    let getter =
+        getter.ok_or_else(|| err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "backend {label}: no getter"))?;
+    let mut raw_table: *const xdal_backend_v1_t = std::ptr::null();
+    // SAFETY: the getter has the documented signature; it writes one pointer.
+    let status = unsafe {
+        getter(
+            XDAL_ABI_VERSION_MAJOR,
+            XDAL_ABI_VERSION_MINOR,
+            &mut raw_table,
+        )
+    };
+    if status != xdal_status::XDAL_SUCCESS as xdal_status_raw {
+        let mut why = format!(
+            "backend {label} refused to start: its getter returned {}",
+            xdal_status::from_raw(status).map_or("an unknown status", |s| s.name())
+        );
+        if label == "fake" {
+            if let Some(reason) = xdal_fake::startup_error() {
+                why = format!("fake backend cannot start: {reason}");
+            }
+        }
+        let version =
+            xdal_status::from_raw(status) == Some(xdal_status::XDAL_ERROR_VERSION_MISMATCH);
+        return Err(if version {
+            err!(XDAL_ERROR_VERSION_MISMATCH, "{why}")
+        } else {
+            err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "{why}")
+        });
+    }
+    if raw_table.is_null() {
+        return Err(err!(
+            XDAL_ERROR_BACKEND_UNAVAILABLE,
+            "backend {label}: the getter returned a NULL table"
+        ));
+    }
+    // SAFETY: the table starts with `size_t struct_size`, readable whatever
+    // the backend's version.
+    let size = unsafe { (*raw_table).struct_size };
+    let header = offset_of!(xdal_backend_v1_t, name) + size_of::<*const i8>();
+    if size < header {
+        return Err(err!(
+            XDAL_ERROR_BACKEND_UNAVAILABLE,
+            "backend {label}: table struct_size {size} is too small"
+        ));
+    }
+    let mut table = MaybeUninit::<xdal_backend_v1_t>::zeroed();
+    // SAFETY: copies the bytes the backend declared, capped at the size this
+    // front knows; the rest stays zero, i.e. NULL entries. All-zero bytes are
+    // a valid table (NULL pointers, None entries).
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            raw_table as *const u8,
+            table.as_mut_ptr() as *mut u8,
+            size.min(size_of::<xdal_backend_v1_t>()),
+        );
+        Ok(table.assume_init())
+    }
+}
+
+/// Checks a table and asks the backend what the front caches.
+fn start(label: &str, table: xdal_backend_v1_t) -> Result<Backend, Error> {
+    if table.abi_major != XDAL_ABI_VERSION_MAJOR {
+        return Err(err!(
+            XDAL_ERROR_VERSION_MISMATCH,
+            "backend {label} implements ABI {}.{}, this library ABI {}.{}",
+            table.abi_major,
+            table.abi_minor,
+            XDAL_ABI_VERSION_MAJOR,
+            XDAL_ABI_VERSION_MINOR
+        ));
+    }
+    if table.name.is_null() {
+        return Err(err!(
+            XDAL_ERROR_BACKEND_UNAVAILABLE,
+            "backend {label}: the table has no name"
+        ));
+    }
+    let missing: Vec<&str> = REQUIRED
+        .iter()
+        .filter(|(_, present)| !present(&table))
+        .map(|(n, _)| *n)
+        .collect();
+    if !missing.is_empty() {
+        return Err(err!(
+            XDAL_ERROR_BACKEND_UNAVAILABLE,
+            "backend {label} lacks required entries: {}",
+            missing.join(", ")
+        ));
+    }
+    // SAFETY: non-NULL, NUL-terminated and static per the table contract.
+    let name = unsafe { CStr::from_ptr(table.name) }.to_owned();
+    let mut backend = Backend {
+        table,
+        name,
+        device_count: 0,
+        priority_least: 0,
+        priority_greatest: 0,
+        defaults: Vec::new(),
+    };
+    let mut count: c_int = 0;
+    call!(&backend, device_get_count(&mut count)).map_err(|e| unavailable_because(label, e))?;
+    if count < 0 {
+        return Err(err!(
+            XDAL_ERROR_BACKEND_UNAVAILABLE,
+            "backend {label} reports {count} devices"
+        ));
+    }
+    backend.device_count = count;
+    if count > 0 && backend.table.device_get_stream_priority_range.is_some() {
+        let (mut least, mut greatest) = (0, 0);
+        call!(
+            &backend,
+            device_get_stream_priority_range(0, &mut least, &mut greatest)
+        )
+        .map_err(|e| unavailable_because(label, e))?;
+        backend.priority_least = least;
+        backend.priority_greatest = greatest;
+    }
+    backend.defaults = (0..count).map(|_| OnceLock::new()).collect();
+    Ok(backend)
+}
+
+fn unavailable_because(label: &str, error: Error) -> Error {
+    err!(
+        XDAL_ERROR_BACKEND_UNAVAILABLE,
+        "backend {label} failed while starting: {}",
+        error.message
+    )
+}

@@ -1,0 +1,106 @@
+//! Failure as the front sees it: a status plus a message, the calling
+//! thread's last error, and the panic boundary every export runs inside.
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use xdal_abi::{xdal_status, xdal_status_t};
+
+/// A failed call: what the caller gets back, and why.
+#[derive(Debug, Clone)]
+pub(crate) struct Error {
+    pub status: xdal_status,
+    pub message: String,
+}
+
+pub(crate) type XResult<T> = Result<T, Error>;
+
+/// Builds an `Error` from a status name and a format string.
+macro_rules! err {
+    ($status:ident, $($fmt:tt)+) => {
+        $crate::error::Error { status: xdal_abi::xdal_status::$status, message: format!($($fmt)+) }
+    };
+}
+pub(crate) use err;
+
+/// Returns early with an `Error`.
+macro_rules! bail {
+    ($status:ident, $($fmt:tt)+) => {
+        return Err($crate::error::err!($status, $($fmt)+))
+    };
+}
+pub(crate) use bail;
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Records the calling thread's message for its last failed call.
+pub(crate) fn set_last_error(function: &str, message: &str) {
+    LAST_ERROR.with(|last| {
+        let mut last = last.borrow_mut();
+        last.clear();
+        last.push_str(function);
+        last.push_str(": ");
+        last.push_str(message);
+    });
+}
+
+/// Runs `f` with the calling thread's last error message.
+pub(crate) fn with_last_error<R>(f: impl FnOnce(&str) -> R) -> R {
+    LAST_ERROR.with(|last| f(&last.borrow()))
+}
+
+/// The panic boundary: runs an export's body, turns an error into its
+/// status and message, and a panic into `XDAL_ERROR_INTERNAL`, so that no
+/// unwind ever crosses into C.
+#[inline]
+pub(crate) fn boundary(
+    function: &'static str,
+    body: impl FnOnce() -> XResult<()>,
+) -> xdal_status_t {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => xdal_status::XDAL_SUCCESS,
+        Ok(Err(error)) => {
+            if error.status != xdal_status::XDAL_ERROR_NOT_READY {
+                set_last_error(function, &error.message);
+            }
+            error.status
+        }
+        Err(panic) => {
+            let text = xdal_fake::panic_text(&*panic);
+            set_last_error(function, &format!("internal error (caught panic): {text}"));
+            xdal_status::XDAL_ERROR_INTERNAL
+        }
+    }
+}
+
+/// An output pointer the caller passed, checked non-NULL.
+pub(crate) struct Out<T>(*mut T);
+
+impl<T> Out<T> {
+    /// Checks `ptr`; NULL is `XDAL_ERROR_NULL_POINTER` naming `what`.
+    pub fn new(ptr: *mut T, what: &str) -> XResult<Out<T>> {
+        if ptr.is_null() {
+            bail!(XDAL_ERROR_NULL_POINTER, "{what} is NULL");
+        }
+        Ok(Out(ptr))
+    }
+
+    /// Writes the output; called only once the call has succeeded.
+    pub fn write(self, value: T) {
+        // SAFETY: non-NULL, checked in `new`; the C caller promises that an
+        // output pointer refers to writable storage of its type.
+        unsafe { self.0.write(value) }
+    }
+
+    pub fn as_ptr(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// Fails with `XDAL_ERROR_NULL_POINTER` naming `what` when `ptr` is NULL.
+pub(crate) fn require<T>(ptr: *const T, what: &str) -> XResult<()> {
+    if ptr.is_null() {
+        bail!(XDAL_ERROR_NULL_POINTER, "{what} is NULL");
+    }
+    Ok(())
+}

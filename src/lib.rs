@@ -1,0 +1,21 @@
+//! xdal: a device abstraction layer with a stable, versioned C ABI.
+//!
+//! This crate is the front: the exported C functions (in `api/`), argument
+//! checks, handle tables, the registry of live allocations, per-thread
+//! state, and the loading of the backend, which it reaches only through the
+//! `xdal_backend_v1_t` table. See docs/architecture.md for the path of one
+//! call.
+//!
+//! Every export runs inside `error::boundary`, so no panic crosses into C.
+#![allow(non_camel_case_types)]
+
+mod api;
+mod backend;
+mod error;
+mod handles;
+mod objects;
+mod registry;
+mod threads;
+
+pub use api::*;
+pub use xdal_abi as abi;
