@@ -115,8 +115,11 @@ impl Backend {
     }
 }
 
+/// Whether a table fills one entry.
+type HasEntry = fn(&xdal_backend_v1_t) -> bool;
+
 /// Entries no fallback can replace: a table without one is refused.
-const REQUIRED: &[(&str, fn(&xdal_backend_v1_t) -> bool)] = &[
+const REQUIRED: &[(&str, HasEntry)] = &[
     ("device_get_count", |t| t.device_get_count.is_some()),
     ("device_get_properties", |t| {
         t.device_get_properties.is_some()

@@ -104,3 +104,33 @@ pub(crate) fn require<T>(ptr: *const T, what: &str) -> XResult<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_boundary_turns_errors_and_panics_into_statuses_and_messages() {
+        let status = boundary("xdal_test", || {
+            Err(err!(XDAL_ERROR_INVALID_VALUE, "size is 0"))
+        });
+        assert_eq!(status, xdal_status::XDAL_ERROR_INVALID_VALUE);
+        assert_eq!(with_last_error(str::to_string), "xdal_test: size is 0");
+
+        let status = boundary("xdal_test", || Err(err!(XDAL_ERROR_NOT_READY, "pending")));
+        assert_eq!(status, xdal_status::XDAL_ERROR_NOT_READY);
+        assert_eq!(
+            with_last_error(str::to_string),
+            "xdal_test: size is 0",
+            "NOT_READY is no failure"
+        );
+
+        let status = boundary("xdal_test", || panic!("boom"));
+        assert_eq!(status, xdal_status::XDAL_ERROR_INTERNAL);
+        assert!(with_last_error(
+            |m| m.contains("boom") && m.starts_with("xdal_test: ")
+        ));
+
+        assert_eq!(boundary("xdal_test", || Ok(())), xdal_status::XDAL_SUCCESS);
+    }
+}

@@ -77,6 +77,9 @@ impl Registry {
     }
 }
 
+/// Every live allocation of the process.
+pub(crate) static REGISTRY: Registry = Registry::new();
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +121,3 @@ mod tests {
         assert!(registry.find(1000).is_none());
     }
 }
-
-/// Every live allocation of the process.
-pub(crate) static REGISTRY: Registry = Registry::new();

@@ -16,6 +16,8 @@ mod pool;
 mod region;
 mod stream;
 mod table;
+#[cfg(test)]
+mod tests;
 
 pub use error::panic_text;
 pub use table::{startup_error, xdal_fake_backend_get_v1};

@@ -10,7 +10,7 @@ pub(crate) const GREATEST_PRIORITY: c_int = -2;
 
 pub(super) unsafe extern "C" fn get_count(count: *mut c_int) -> xdal_status_raw {
     // SAFETY: the front passes a valid output pointer.
-    entry(|| Ok(unsafe { write_out(count, crate::fake().devices.len() as c_int) }))
+    entry(|| unsafe { write_out(count, crate::fake().devices.len() as c_int) })
 }
 
 pub(super) unsafe extern "C" fn get_properties(
@@ -55,10 +55,9 @@ pub(super) unsafe extern "C" fn get_stream_priority_range(
     entry(|| {
         // SAFETY: the front passes valid output pointers.
         unsafe {
-            write_out(least, LEAST_PRIORITY);
-            write_out(greatest, GREATEST_PRIORITY);
+            write_out(least, LEAST_PRIORITY)?;
+            write_out(greatest, GREATEST_PRIORITY)
         }
-        Ok(())
     })
 }
 
@@ -70,7 +69,7 @@ pub(super) unsafe extern "C" fn can_access_peer(
     // All fake devices live in one address space; a device is not its own
     // peer, as on CUDA.
     // SAFETY: the front passes a valid output pointer.
-    entry(|| Ok(unsafe { write_out(can_access, c_int::from(device != peer)) }))
+    entry(|| unsafe { write_out(can_access, c_int::from(device != peer)) })
 }
 
 pub(super) unsafe extern "C" fn mem_get_info(
@@ -88,9 +87,8 @@ pub(super) unsafe extern "C" fn mem_get_info(
         })?;
         // SAFETY: the front passes valid output pointers.
         unsafe {
-            write_out(free_bytes, free);
-            write_out(total_bytes, dev.capacity);
+            write_out(free_bytes, free)?;
+            write_out(total_bytes, dev.capacity)
         }
-        Ok(())
     })
 }

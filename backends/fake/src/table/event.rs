@@ -23,7 +23,7 @@ pub(super) unsafe extern "C" fn create(
     entry(|| {
         let event = Arc::new(Event::new(flags & XDAL_EVENT_DISABLE_TIMING == 0));
         // SAFETY: the front passes a valid output pointer.
-        Ok(unsafe { write_out(out, Arc::into_raw(event) as xdal_backend_event_t) })
+        unsafe { write_out(out, Arc::into_raw(event) as xdal_backend_event_t) }
     })
 }
 
@@ -67,6 +67,6 @@ pub(super) unsafe extern "C" fn elapsed_time(
         // SAFETY: the front passes live handles.
         let value = Event::elapsed_ms(unsafe { event_ref(start) }, unsafe { event_ref(end) })?;
         // SAFETY: the front passes a valid output pointer.
-        Ok(unsafe { write_out(ms, value) })
+        unsafe { write_out(ms, value) }
     })
 }

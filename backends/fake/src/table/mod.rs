@@ -4,7 +4,7 @@ mod event;
 mod memory;
 mod stream;
 
-use crate::error::last_message;
+use crate::error::{last_message, FakeResult};
 use crate::stream::Stream;
 use std::ffi::{c_char, CStr};
 use std::mem::ManuallyDrop;
@@ -93,17 +93,19 @@ unsafe extern "C" fn last_error_message() -> *const c_char {
 ///
 /// # Safety
 /// `handle` must be a live handle from `stream::create` (the front checks).
-unsafe fn stream_ref<'a>(handle: xdal_backend_stream_t) -> ManuallyDrop<Arc<Stream>> {
+unsafe fn stream_ref(handle: xdal_backend_stream_t) -> ManuallyDrop<Arc<Stream>> {
     // SAFETY: the handle is an `Arc::into_raw` the front keeps alive for the
     // duration of the call; ManuallyDrop leaves its count untouched.
     ManuallyDrop::new(unsafe { Arc::from_raw(handle as *const Stream) })
 }
 
-/// Writes `value` through an output pointer the front checked.
+/// Writes `value` through an output pointer the front checked; the last
+/// step of an entry, so it returns the entry's success.
 ///
 /// # Safety
 /// `out` must be valid for a write of `T`.
-unsafe fn write_out<T>(out: *mut T, value: T) {
+unsafe fn write_out<T>(out: *mut T, value: T) -> FakeResult<()> {
     // SAFETY: per the contract above.
     unsafe { out.write(value) };
+    Ok(())
 }

@@ -22,7 +22,7 @@ pub(super) unsafe extern "C" fn create(
         let stream = Arc::new(Stream::new(device as usize, level, id));
         fake.device(device as usize).add_stream(&stream);
         // SAFETY: the front passes a valid output pointer.
-        Ok(unsafe { write_out(out, Arc::into_raw(stream) as xdal_backend_stream_t) })
+        unsafe { write_out(out, Arc::into_raw(stream) as xdal_backend_stream_t) }
     })
 }
 
