@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs every test of xdal, on a fresh machine too: installs what is missing
+# (cmake, pkg-config and a C/C++ compiler from Debian's packages; crates come
+# through cargo, cbindgen pinned in Cargo.lock), then formatting, lints, the
+# Rust tests, the CMake build with the C/C++ conformance suite, package and
+# example tests (ctest), and the xdal-info smoke test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v cmake >/dev/null || missing+=(cmake)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v cc >/dev/null || missing+=(gcc)
+command -v c++ >/dev/null || missing+=(g++)
+if ((${#missing[@]})); then
+  echo "== installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== cargo fmt --check"
+cargo fmt --all --check
+
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== cargo test"
+cargo test --workspace --locked
+
+echo "== cmake build and ctest (conformance, package, examples)"
+build_dir=${XDAL_BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build_dir" -j "$jobs"
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+
+echo "== xdal-info"
+cargo run --release --locked -q -p xdal-info
