@@ -33,7 +33,8 @@ cargo test --workspace --locked
 
 echo "== cmake build and ctest (conformance, package, examples)"
 build_dir=${XDAL_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# cargo shares target/ with the steps above and below: one release build.
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DXDAL_CARGO_TARGET_DIR="$PWD/target" >/dev/null
 cmake --build "$build_dir" -j "$jobs"
 ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 
