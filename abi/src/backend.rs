@@ -6,7 +6,8 @@
 //! device ranges lie inside live allocations. Backends do not re-validate.
 //! Entries are only ever appended; a NULL entry means "not implemented".
 use crate::{
-    xdal_device_properties_t, xdal_host_fn_t, xdal_mem_stats_t, xdal_memcpy_kind_t, xdal_status_raw,
+    xdal_device_properties_t, xdal_dim3_t, xdal_host_fn_t, xdal_host_kernel_t, xdal_kernel_arg_t, xdal_mem_stats_t,
+    xdal_memcpy_kind_t, xdal_status_raw,
 };
 use core::ffi::{c_char, c_int, c_void};
 
@@ -23,6 +24,20 @@ pub struct xdal_backend_event_s {
 }
 /// A backend's native event. The front maps each `xdal_event_t` to one.
 pub type xdal_backend_event_t = *mut xdal_backend_event_s;
+
+/// The object behind a backend's native module handle; defined by the backend.
+pub struct xdal_backend_module_s {
+    _opaque: [u8; 0],
+}
+/// A backend's native module. The front maps each `xdal_module_t` to one.
+pub type xdal_backend_module_t = *mut xdal_backend_module_s;
+
+/// The object behind a backend's native function handle; defined by the backend.
+pub struct xdal_backend_function_s {
+    _opaque: [u8; 0],
+}
+/// A backend's native kernel. The front maps each `xdal_function_t` to one.
+pub type xdal_backend_function_t = *mut xdal_backend_function_s;
 
 /// Version 1 of the backend table. A backend fills one and returns it from
 /// its getter; it must stay valid and unchanged for the life of the process.
@@ -45,51 +60,33 @@ pub struct xdal_backend_v1 {
     pub device_get_count: Option<unsafe extern "C" fn(count: *mut c_int) -> xdal_status_raw>,
     /// Required. Fills `props` up to `props->struct_size` (already set by the
     /// front to its own size).
-    pub device_get_properties: Option<
-        unsafe extern "C" fn(
-            device: c_int,
-            props: *mut xdal_device_properties_t,
-        ) -> xdal_status_raw,
-    >,
+    pub device_get_properties:
+        Option<unsafe extern "C" fn(device: c_int, props: *mut xdal_device_properties_t) -> xdal_status_raw>,
     /// Waits for all work of all streams of `device`. Fallback: the front
     /// synchronizes every stream it created on the device.
     pub device_synchronize: Option<unsafe extern "C" fn(device: c_int) -> xdal_status_raw>,
     /// Writes the priority range; numerically lower is more urgent.
     /// Fallback: a single level, 0.
-    pub device_get_stream_priority_range: Option<
-        unsafe extern "C" fn(
-            device: c_int,
-            least: *mut c_int,
-            greatest: *mut c_int,
-        ) -> xdal_status_raw,
-    >,
+    pub device_get_stream_priority_range:
+        Option<unsafe extern "C" fn(device: c_int, least: *mut c_int, greatest: *mut c_int) -> xdal_status_raw>,
     /// Writes 1 if `device` can address `peer`'s memory directly. Fallback: 0.
-    pub device_can_access_peer: Option<
-        unsafe extern "C" fn(device: c_int, peer: c_int, can_access: *mut c_int) -> xdal_status_raw,
-    >,
+    pub device_can_access_peer:
+        Option<unsafe extern "C" fn(device: c_int, peer: c_int, can_access: *mut c_int) -> xdal_status_raw>,
     /// Writes free and total bytes of `device`. Fallback: total from the
     /// properties, free as total minus what the front saw allocated.
-    pub mem_get_info: Option<
-        unsafe extern "C" fn(
-            device: c_int,
-            free_bytes: *mut usize,
-            total_bytes: *mut usize,
-        ) -> xdal_status_raw,
-    >,
+    pub mem_get_info:
+        Option<unsafe extern "C" fn(device: c_int, free_bytes: *mut usize, total_bytes: *mut usize) -> xdal_status_raw>,
 
     /// Required. Allocates `size` (> 0) bytes on `device`.
-    pub malloc: Option<
-        unsafe extern "C" fn(device: c_int, size: usize, ptr: *mut *mut c_void) -> xdal_status_raw,
-    >,
+    pub mem_alloc: Option<unsafe extern "C" fn(device: c_int, size: usize, ptr: *mut *mut c_void) -> xdal_status_raw>,
     /// Required. Frees a live allocation base of `device`.
-    pub free: Option<unsafe extern "C" fn(device: c_int, ptr: *mut c_void) -> xdal_status_raw>,
+    pub mem_free: Option<unsafe extern "C" fn(device: c_int, ptr: *mut c_void) -> xdal_status_raw>,
     /// Allocates pinned host memory. Fallback: page-aligned host memory.
-    pub malloc_host:
-        Option<unsafe extern "C" fn(size: usize, ptr: *mut *mut c_void) -> xdal_status_raw>,
-    /// Frees memory from `malloc_host`. Required when `malloc_host` is set.
-    pub free_host: Option<unsafe extern "C" fn(ptr: *mut c_void) -> xdal_status_raw>,
-    /// Stream-ordered allocation. Fallback: ordered plain `malloc`.
-    pub malloc_async: Option<
+    pub mem_alloc_host: Option<unsafe extern "C" fn(size: usize, ptr: *mut *mut c_void) -> xdal_status_raw>,
+    /// Frees memory from `mem_alloc_host`. Required when `mem_alloc_host` is set.
+    pub mem_free_host: Option<unsafe extern "C" fn(ptr: *mut c_void) -> xdal_status_raw>,
+    /// Stream-ordered allocation. Fallback: ordered plain `mem_alloc`.
+    pub mem_alloc_async: Option<
         unsafe extern "C" fn(
             device: c_int,
             size: usize,
@@ -97,18 +94,13 @@ pub struct xdal_backend_v1 {
             ptr: *mut *mut c_void,
         ) -> xdal_status_raw,
     >,
-    /// Stream-ordered free of a `malloc_async` block. Required when
-    /// `malloc_async` is set.
-    pub free_async: Option<
-        unsafe extern "C" fn(
-            device: c_int,
-            ptr: *mut c_void,
-            stream: xdal_backend_stream_t,
-        ) -> xdal_status_raw,
-    >,
+    /// Stream-ordered free of a `mem_alloc_async` block. Required when
+    /// `mem_alloc_async` is set.
+    pub mem_free_async:
+        Option<unsafe extern "C" fn(device: c_int, ptr: *mut c_void, stream: xdal_backend_stream_t) -> xdal_status_raw>,
     /// Required. Synchronous copy; `kind` is never DEFAULT. The front has
     /// already waited for the current device's default stream.
-    pub memcpy: Option<
+    pub mem_copy: Option<
         unsafe extern "C" fn(
             dst: *mut c_void,
             src: *const c_void,
@@ -118,7 +110,7 @@ pub struct xdal_backend_v1 {
     >,
     /// Copy enqueued on `stream`; `kind` is never DEFAULT. Fallback: a host
     /// function on the stream doing `memcpy`.
-    pub memcpy_async: Option<
+    pub mem_copy_async: Option<
         unsafe extern "C" fn(
             dst: *mut c_void,
             src: *const c_void,
@@ -129,7 +121,7 @@ pub struct xdal_backend_v1 {
     >,
     /// Synchronous copy between two devices' memory. Fallback: through a
     /// host staging buffer.
-    pub memcpy_peer: Option<
+    pub mem_copy_peer: Option<
         unsafe extern "C" fn(
             dst: *mut c_void,
             dst_device: c_int,
@@ -139,12 +131,10 @@ pub struct xdal_backend_v1 {
         ) -> xdal_status_raw,
     >,
     /// Synchronous fill of device memory with the byte `value`. Fallback:
-    /// `memcpy` from a filled host buffer.
-    pub memset: Option<
-        unsafe extern "C" fn(dst: *mut c_void, value: c_int, bytes: usize) -> xdal_status_raw,
-    >,
+    /// `mem_copy` from a filled host buffer.
+    pub mem_set: Option<unsafe extern "C" fn(dst: *mut c_void, value: c_int, bytes: usize) -> xdal_status_raw>,
     /// Fill enqueued on `stream`. Fallback: a host function on the stream.
-    pub memset_async: Option<
+    pub mem_set_async: Option<
         unsafe extern "C" fn(
             dst: *mut c_void,
             value: c_int,
@@ -154,9 +144,7 @@ pub struct xdal_backend_v1 {
     >,
     /// Fills `stats` up to `stats->struct_size`. Fallback: counts kept by
     /// the front.
-    pub mem_get_stats: Option<
-        unsafe extern "C" fn(device: c_int, stats: *mut xdal_mem_stats_t) -> xdal_status_raw,
-    >,
+    pub mem_get_stats: Option<unsafe extern "C" fn(device: c_int, stats: *mut xdal_mem_stats_t) -> xdal_status_raw>,
     /// Resets the peak statistic to the current allocation.
     pub mem_reset_peak_stats: Option<unsafe extern "C" fn(device: c_int) -> xdal_status_raw>,
     /// Releases cached, unused memory. Fallback: nothing to release.
@@ -172,23 +160,16 @@ pub struct xdal_backend_v1 {
         ) -> xdal_status_raw,
     >,
     /// Required. Destroys a stream; its pending work still completes.
-    pub stream_destroy:
-        Option<unsafe extern "C" fn(stream: xdal_backend_stream_t) -> xdal_status_raw>,
+    pub stream_destroy: Option<unsafe extern "C" fn(stream: xdal_backend_stream_t) -> xdal_status_raw>,
     /// Required. SUCCESS when all work is done, NOT_READY while some is
     /// pending, or the stream's sticky error.
-    pub stream_query:
-        Option<unsafe extern "C" fn(stream: xdal_backend_stream_t) -> xdal_status_raw>,
+    pub stream_query: Option<unsafe extern "C" fn(stream: xdal_backend_stream_t) -> xdal_status_raw>,
     /// Required. Waits for all work enqueued so far; returns the sticky error.
-    pub stream_synchronize:
-        Option<unsafe extern "C" fn(stream: xdal_backend_stream_t) -> xdal_status_raw>,
+    pub stream_synchronize: Option<unsafe extern "C" fn(stream: xdal_backend_stream_t) -> xdal_status_raw>,
     /// Makes later work of `stream` wait for the event's recorded point
     /// (as of this call). Fallback: synchronize the event on the host.
-    pub stream_wait_event: Option<
-        unsafe extern "C" fn(
-            stream: xdal_backend_stream_t,
-            event: xdal_backend_event_t,
-        ) -> xdal_status_raw,
-    >,
+    pub stream_wait_event:
+        Option<unsafe extern "C" fn(stream: xdal_backend_stream_t, event: xdal_backend_event_t) -> xdal_status_raw>,
     /// Required. Enqueues `func(user_data)`; `func` is non-NULL.
     pub launch_host_func: Option<
         unsafe extern "C" fn(
@@ -199,47 +180,79 @@ pub struct xdal_backend_v1 {
     >,
 
     /// Required. Creates an event on `device`; `flags` are valid.
-    pub event_create: Option<
-        unsafe extern "C" fn(
-            device: c_int,
-            flags: u32,
-            event: *mut xdal_backend_event_t,
-        ) -> xdal_status_raw,
-    >,
+    pub event_create:
+        Option<unsafe extern "C" fn(device: c_int, flags: u32, event: *mut xdal_backend_event_t) -> xdal_status_raw>,
     /// Required. Destroys an event; a pending record still completes.
     pub event_destroy: Option<unsafe extern "C" fn(event: xdal_backend_event_t) -> xdal_status_raw>,
     /// Required. Captures the point after all work enqueued on `stream` so far.
-    pub event_record: Option<
-        unsafe extern "C" fn(
-            event: xdal_backend_event_t,
-            stream: xdal_backend_stream_t,
-        ) -> xdal_status_raw,
-    >,
+    pub event_record:
+        Option<unsafe extern "C" fn(event: xdal_backend_event_t, stream: xdal_backend_stream_t) -> xdal_status_raw>,
     /// Required. SUCCESS when the recorded point is reached (or never
     /// recorded), else NOT_READY.
     pub event_query: Option<unsafe extern "C" fn(event: xdal_backend_event_t) -> xdal_status_raw>,
     /// Required. Waits for the recorded point.
-    pub event_synchronize:
-        Option<unsafe extern "C" fn(event: xdal_backend_event_t) -> xdal_status_raw>,
+    pub event_synchronize: Option<unsafe extern "C" fn(event: xdal_backend_event_t) -> xdal_status_raw>,
     /// Writes milliseconds between two completed, timed events. INVALID_VALUE
     /// if either was created without timing or never recorded; NOT_READY if
     /// either is pending.
     pub event_elapsed_time: Option<
-        unsafe extern "C" fn(
-            ms: *mut f32,
-            start: xdal_backend_event_t,
-            end: xdal_backend_event_t,
-        ) -> xdal_status_raw,
+        unsafe extern "C" fn(ms: *mut f32, start: xdal_backend_event_t, end: xdal_backend_event_t) -> xdal_status_raw,
     >,
     /// Writes the device whose address space contains `ptr`, or -1. Lets the
     /// front report a freed device pointer instead of treating it as host
     /// memory. Fallback: -1 (the front knows only live allocations).
-    pub address_get_device:
-        Option<unsafe extern "C" fn(ptr: *const c_void, device: *mut c_int) -> xdal_status_raw>,
+    pub address_get_device: Option<unsafe extern "C" fn(ptr: *const c_void, device: *mut c_int) -> xdal_status_raw>,
     /// The calling thread's message for the backend's last failed entry, or
     /// NULL; valid until the thread's next backend call. The front adds it
     /// to its own message. Fallback: the front's message alone.
     pub last_error_message: Option<unsafe extern "C" fn() -> *const c_char>,
+
+    /// Loads a module from a file (the backend's binary format: a host
+    /// shared library on the fake backend). `XDAL_ERROR_NOT_FOUND` if the
+    /// file does not exist, `XDAL_ERROR_INVALID_VALUE` if it is not a module.
+    pub module_load:
+        Option<unsafe extern "C" fn(path: *const c_char, module: *mut xdal_backend_module_t) -> xdal_status_raw>,
+    /// Loads a module from `bytes` (> 0) bytes of memory, same format.
+    pub module_load_data: Option<
+        unsafe extern "C" fn(image: *const c_void, bytes: usize, module: *mut xdal_backend_module_t) -> xdal_status_raw,
+    >,
+    /// Writes the module of built-in kernels (ABI.md, "Built-in kernels").
+    pub module_get_builtin: Option<unsafe extern "C" fn(module: *mut xdal_backend_module_t) -> xdal_status_raw>,
+    /// Releases a module. Functions taken from it and launches still queued
+    /// keep what they need alive until they are released or done.
+    pub module_unload: Option<unsafe extern "C" fn(module: xdal_backend_module_t) -> xdal_status_raw>,
+    /// Finds a kernel by name; `XDAL_ERROR_NOT_FOUND` if there is none.
+    /// The function must be released with `function_release`.
+    pub module_get_function: Option<
+        unsafe extern "C" fn(
+            module: xdal_backend_module_t,
+            name: *const c_char,
+            function: *mut xdal_backend_function_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Wraps a host function as a kernel (backends that run host code);
+    /// `kernel` is non-NULL. Released with `function_release`.
+    pub function_from_host: Option<
+        unsafe extern "C" fn(kernel: xdal_host_kernel_t, function: *mut xdal_backend_function_t) -> xdal_status_raw,
+    >,
+    /// Releases a function; launches still queued keep it alive.
+    pub function_release: Option<unsafe extern "C" fn(function: xdal_backend_function_t) -> xdal_status_raw>,
+    /// Enqueues a kernel on `stream`. The front has checked the dimensions
+    /// (non-zero, within the device's limits), the shared memory size and
+    /// that every argument is non-NULL with a non-zero size; the backend
+    /// checks argument sizes against kernels whose signature it knows, and
+    /// copies the argument bytes before returning.
+    pub launch_kernel: Option<
+        unsafe extern "C" fn(
+            function: xdal_backend_function_t,
+            grid: xdal_dim3_t,
+            block: xdal_dim3_t,
+            shared_mem_bytes: usize,
+            stream: xdal_backend_stream_t,
+            args: *const xdal_kernel_arg_t,
+            num_args: usize,
+        ) -> xdal_status_raw,
+    >,
 }
 
 /// See `struct xdal_backend_v1`.

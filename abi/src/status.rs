@@ -73,9 +73,7 @@ impl xdal_status {
 
     /// The status with raw value `raw`, if there is one.
     pub fn from_raw(raw: xdal_status_raw) -> Option<xdal_status> {
-        usize::try_from(raw)
-            .ok()
-            .and_then(|i| Self::ALL.get(i).copied())
+        usize::try_from(raw).ok().and_then(|i| Self::ALL.get(i).copied())
     }
 
     /// The C name of the status, e.g. `"XDAL_ERROR_INVALID_VALUE"`.

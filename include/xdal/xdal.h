@@ -187,9 +187,85 @@ typedef enum xdal_memcpy_kind {
 } xdal_memcpy_kind;
 
 /**
+ * Element types of the built-in kernels. F8 and F4 follow the OCP
+ * microscaling formats; F4 and I4 pack two values a byte, the element with
+ * the lower index in the low nibble. F16, BF16, F8 and F4 values cross the
+ * ABI as their raw bits.
+ */
+typedef enum xdal_dtype {
+  /**
+   * IEEE binary64.
+   */
+  XDAL_DTYPE_F64 = 0,
+  /**
+   * IEEE binary32.
+   */
+  XDAL_DTYPE_F32 = 1,
+  /**
+   * IEEE binary16.
+   */
+  XDAL_DTYPE_F16 = 2,
+  /**
+   * bfloat16: binary32's exponent, 7 fraction bits.
+   */
+  XDAL_DTYPE_BF16 = 3,
+  /**
+   * OCP E4M3: no infinities, one NaN per sign, max 448; conversions saturate.
+   */
+  XDAL_DTYPE_F8_E4M3 = 4,
+  /**
+   * OCP E5M2: IEEE-like, with infinities and NaNs, max 57344.
+   */
+  XDAL_DTYPE_F8_E5M2 = 5,
+  /**
+   * OCP E2M1: values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives; no
+   * infinity or NaN; conversions saturate.
+   */
+  XDAL_DTYPE_F4_E2M1 = 6,
+  /**
+   * 64-bit signed integer.
+   */
+  XDAL_DTYPE_I64 = 7,
+  /**
+   * 32-bit signed integer.
+   */
+  XDAL_DTYPE_I32 = 8,
+  /**
+   * 16-bit signed integer.
+   */
+  XDAL_DTYPE_I16 = 9,
+  /**
+   * 8-bit signed integer.
+   */
+  XDAL_DTYPE_I8 = 10,
+  /**
+   * 8-bit unsigned integer.
+   */
+  XDAL_DTYPE_U8 = 11,
+  /**
+   * 4-bit signed integer, -8 to 7.
+   */
+  XDAL_DTYPE_I4 = 12,
+  /**
+   * One byte, 0 or 1.
+   */
+  XDAL_DTYPE_BOOL = 13,
+} xdal_dtype;
+
+/**
  * The object behind an `xdal_event_t`. Never defined: only pointed to.
  */
 typedef struct xdal_event_s xdal_event_s;
+
+/**
+ * The object behind an `xdal_function_t`. Never defined: only pointed to.
+ */
+typedef struct xdal_function_s xdal_function_s;
+
+/**
+ * The object behind an `xdal_module_t`. Never defined: only pointed to.
+ */
+typedef struct xdal_module_s xdal_module_s;
 
 /**
  * The object behind an `xdal_stream_t`. Never defined: only pointed to.
@@ -269,6 +345,105 @@ typedef struct xdal_device_properties xdal_device_properties_t;
  * An event: a point in a stream's work, with a timestamp when timing is on.
  */
 typedef struct xdal_event_s *xdal_event_t;
+
+/**
+ * A loaded set of kernels.
+ */
+typedef struct xdal_module_s *xdal_module_t;
+
+/**
+ * A kernel that can be launched.
+ */
+typedef struct xdal_function_s *xdal_function_t;
+
+/**
+ * A grid or block extent, or a block index.
+ */
+typedef struct xdal_dim3 {
+  /**
+   * Extent or index along x.
+   */
+  uint32_t x;
+  /**
+   * Extent or index along y.
+   */
+  uint32_t y;
+  /**
+   * Extent or index along z.
+   */
+  uint32_t z;
+} xdal_dim3;
+
+/**
+ * See `struct xdal_dim3`.
+ */
+typedef struct xdal_dim3 xdal_dim3_t;
+
+/**
+ * What a host kernel sees of its launch, once per block. Extensible
+ * (`struct_size`).
+ */
+typedef struct xdal_kernel_context {
+  /**
+   * Size of this struct as the library filled it.
+   */
+  size_t struct_size;
+  /**
+   * Blocks in the grid.
+   */
+  xdal_dim3_t grid_dim;
+  /**
+   * Threads in a block.
+   */
+  xdal_dim3_t block_dim;
+  /**
+   * This block's index in the grid.
+   */
+  xdal_dim3_t block_idx;
+  /**
+   * This block's shared memory, `shared_mem_bytes` long (NULL if 0); not
+   * initialised, as on a GPU.
+   */
+  void *shared_mem;
+  /**
+   * Size of `shared_mem`, as requested at launch.
+   */
+  size_t shared_mem_bytes;
+} xdal_kernel_context;
+
+/**
+ * See `struct xdal_kernel_context`.
+ */
+typedef struct xdal_kernel_context xdal_kernel_context_t;
+
+/**
+ * A kernel for backends that run host code: called once per block, it
+ * loops over the block's threads itself. `args[i]` points to a copy of the
+ * i-th argument's bytes; device pointers among them are directly usable
+ * by the kernel. A status other than `XDAL_SUCCESS` makes the stream
+ * report `XDAL_ERROR_LAUNCH_FAILED`.
+ */
+typedef xdal_status_t (*xdal_host_kernel_t)(const xdal_kernel_context_t *ctx, void *const *args);
+
+/**
+ * One kernel argument: `size` bytes at `value`, copied at launch, so the
+ * caller may reuse the storage as soon as `xdal_launch_kernel` returns.
+ */
+typedef struct xdal_kernel_arg {
+  /**
+   * The argument's bytes.
+   */
+  const void *value;
+  /**
+   * How many bytes (8 for a pointer).
+   */
+  size_t size;
+} xdal_kernel_arg;
+
+/**
+ * See `struct xdal_kernel_arg`.
+ */
+typedef struct xdal_kernel_arg xdal_kernel_arg_t;
 
 /**
  * See `enum xdal_memory_type`.
@@ -360,6 +535,11 @@ typedef void (*xdal_host_fn_t)(void *user_data);
  * See `enum xdal_memcpy_kind`.
  */
 typedef enum xdal_memcpy_kind xdal_memcpy_kind_t;
+
+/**
+ * See `enum xdal_dtype`.
+ */
+typedef enum xdal_dtype xdal_dtype_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -487,6 +667,67 @@ xdal_status_t xdal_event_synchronize(xdal_event_t event);
  * `XDAL_ERROR_INVALID_VALUE`; `XDAL_ERROR_NOT_READY` while either is pending.
  */
 xdal_status_t xdal_event_elapsed_time(float *ms, xdal_event_t start, xdal_event_t end);
+
+/**
+ * Loads a module from a file: on the fake backend a host shared library
+ * whose kernels have the `xdal_host_kernel_t` signature (see
+ * docs/kernels.md); on a GPU backend the device's binary format.
+ * `XDAL_ERROR_NOT_FOUND` if the file does not exist,
+ * `XDAL_ERROR_INVALID_VALUE` if it is not a module.
+ */
+xdal_status_t xdal_module_load(xdal_module_t *module, const char *path);
+
+/**
+ * Loads a module from `bytes` (> 0) bytes of memory holding what a module
+ * file holds.
+ */
+xdal_status_t xdal_module_load_data(xdal_module_t *module, const void *image, size_t bytes);
+
+/**
+ * Writes the module of the backend's built-in kernels (`fill_<t>`,
+ * `cast_<s>_<d>`, `add_<t>`, `mul_<t>`, `sum_<t>`, `matmul_<t>`). Each call
+ * gives a new handle; unload it when done.
+ */
+xdal_status_t xdal_module_get_builtin(xdal_module_t *module);
+
+/**
+ * Unloads a module: its handle, and the handles of functions taken from
+ * it, are invalid from now on. Launches still queued finish first, with
+ * the module kept alive for them.
+ */
+xdal_status_t xdal_module_unload(xdal_module_t module);
+
+/**
+ * Writes the kernel called `name` in `module`; `XDAL_ERROR_NOT_FOUND` if
+ * there is none. Asking twice gives the same handle.
+ */
+xdal_status_t xdal_module_get_function(xdal_function_t *function,
+                                       xdal_module_t module,
+                                       const char *name);
+
+/**
+ * Wraps a host function as a kernel, for backends that run host code (the
+ * fake backend); others return `XDAL_ERROR_NOT_SUPPORTED`. Wrapping the
+ * same function twice gives the same handle.
+ */
+xdal_status_t xdal_function_from_host(xdal_function_t *function, xdal_host_kernel_t kernel);
+
+/**
+ * Enqueues `function` on `stream` over a `grid` of blocks of `block`
+ * threads, each block with `shared_mem_bytes` of shared memory. The
+ * argument values are copied now: the caller may reuse them as soon as
+ * this returns. Zero or too large dimensions, too much shared memory, or
+ * argument sizes a built-in kernel does not take are
+ * `XDAL_ERROR_INVALID_VALUE`. A kernel that fails makes the stream report
+ * `XDAL_ERROR_LAUNCH_FAILED` at its next synchronize or query.
+ */
+xdal_status_t xdal_launch_kernel(xdal_function_t function,
+                                 xdal_dim3_t grid,
+                                 xdal_dim3_t block,
+                                 size_t shared_mem_bytes,
+                                 xdal_stream_t stream,
+                                 const xdal_kernel_arg_t *args,
+                                 size_t num_args);
 
 /**
  * Allocates `size` bytes (> 0) on the current device; 256-byte aligned.

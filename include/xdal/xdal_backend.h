@@ -14,6 +14,16 @@
 typedef struct xdal_backend_event_s xdal_backend_event_s;
 
 /**
+ * The object behind a backend's native function handle; defined by the backend.
+ */
+typedef struct xdal_backend_function_s xdal_backend_function_s;
+
+/**
+ * The object behind a backend's native module handle; defined by the backend.
+ */
+typedef struct xdal_backend_module_s xdal_backend_module_s;
+
+/**
  * The object behind a backend's native stream handle; defined by the backend.
  */
 typedef struct xdal_backend_stream_s xdal_backend_stream_s;
@@ -27,6 +37,16 @@ typedef struct xdal_backend_stream_s *xdal_backend_stream_t;
  * A backend's native event. The front maps each `xdal_event_t` to one.
  */
 typedef struct xdal_backend_event_s *xdal_backend_event_t;
+
+/**
+ * A backend's native module. The front maps each `xdal_module_t` to one.
+ */
+typedef struct xdal_backend_module_s *xdal_backend_module_t;
+
+/**
+ * A backend's native kernel. The front maps each `xdal_function_t` to one.
+ */
+typedef struct xdal_backend_function_s *xdal_backend_function_t;
 
 /**
  * Version 1 of the backend table. A backend fills one and returns it from
@@ -84,60 +104,60 @@ typedef struct xdal_backend_v1 {
   /**
    * Required. Allocates `size` (> 0) bytes on `device`.
    */
-  xdal_status_t (*malloc)(int device, size_t size, void **ptr);
+  xdal_status_t (*mem_alloc)(int device, size_t size, void **ptr);
   /**
    * Required. Frees a live allocation base of `device`.
    */
-  xdal_status_t (*free)(int device, void *ptr);
+  xdal_status_t (*mem_free)(int device, void *ptr);
   /**
    * Allocates pinned host memory. Fallback: page-aligned host memory.
    */
-  xdal_status_t (*malloc_host)(size_t size, void **ptr);
+  xdal_status_t (*mem_alloc_host)(size_t size, void **ptr);
   /**
-   * Frees memory from `malloc_host`. Required when `malloc_host` is set.
+   * Frees memory from `mem_alloc_host`. Required when `mem_alloc_host` is set.
    */
-  xdal_status_t (*free_host)(void *ptr);
+  xdal_status_t (*mem_free_host)(void *ptr);
   /**
-   * Stream-ordered allocation. Fallback: ordered plain `malloc`.
+   * Stream-ordered allocation. Fallback: ordered plain `mem_alloc`.
    */
-  xdal_status_t (*malloc_async)(int device, size_t size, xdal_backend_stream_t stream, void **ptr);
+  xdal_status_t (*mem_alloc_async)(int device, size_t size, xdal_backend_stream_t stream, void **ptr);
   /**
-   * Stream-ordered free of a `malloc_async` block. Required when
-   * `malloc_async` is set.
+   * Stream-ordered free of a `mem_alloc_async` block. Required when
+   * `mem_alloc_async` is set.
    */
-  xdal_status_t (*free_async)(int device, void *ptr, xdal_backend_stream_t stream);
+  xdal_status_t (*mem_free_async)(int device, void *ptr, xdal_backend_stream_t stream);
   /**
    * Required. Synchronous copy; `kind` is never DEFAULT. The front has
    * already waited for the current device's default stream.
    */
-  xdal_status_t (*memcpy)(void *dst, const void *src, size_t bytes, xdal_memcpy_kind_t kind);
+  xdal_status_t (*mem_copy)(void *dst, const void *src, size_t bytes, xdal_memcpy_kind_t kind);
   /**
    * Copy enqueued on `stream`; `kind` is never DEFAULT. Fallback: a host
    * function on the stream doing `memcpy`.
    */
-  xdal_status_t (*memcpy_async)(void *dst,
-                                const void *src,
-                                size_t bytes,
-                                xdal_memcpy_kind_t kind,
-                                xdal_backend_stream_t stream);
+  xdal_status_t (*mem_copy_async)(void *dst,
+                                  const void *src,
+                                  size_t bytes,
+                                  xdal_memcpy_kind_t kind,
+                                  xdal_backend_stream_t stream);
   /**
    * Synchronous copy between two devices' memory. Fallback: through a
    * host staging buffer.
    */
-  xdal_status_t (*memcpy_peer)(void *dst,
-                               int dst_device,
-                               const void *src,
-                               int src_device,
-                               size_t bytes);
+  xdal_status_t (*mem_copy_peer)(void *dst,
+                                 int dst_device,
+                                 const void *src,
+                                 int src_device,
+                                 size_t bytes);
   /**
    * Synchronous fill of device memory with the byte `value`. Fallback:
-   * `memcpy` from a filled host buffer.
+   * `mem_copy` from a filled host buffer.
    */
-  xdal_status_t (*memset)(void *dst, int value, size_t bytes);
+  xdal_status_t (*mem_set)(void *dst, int value, size_t bytes);
   /**
    * Fill enqueued on `stream`. Fallback: a host function on the stream.
    */
-  xdal_status_t (*memset_async)(void *dst, int value, size_t bytes, xdal_backend_stream_t stream);
+  xdal_status_t (*mem_set_async)(void *dst, int value, size_t bytes, xdal_backend_stream_t stream);
   /**
    * Fills `stats` up to `stats->struct_size`. Fallback: counts kept by
    * the front.
@@ -223,6 +243,55 @@ typedef struct xdal_backend_v1 {
    * to its own message. Fallback: the front's message alone.
    */
   const char *(*last_error_message)(void);
+  /**
+   * Loads a module from a file (the backend's binary format: a host
+   * shared library on the fake backend). `XDAL_ERROR_NOT_FOUND` if the
+   * file does not exist, `XDAL_ERROR_INVALID_VALUE` if it is not a module.
+   */
+  xdal_status_t (*module_load)(const char *path, xdal_backend_module_t *module);
+  /**
+   * Loads a module from `bytes` (> 0) bytes of memory, same format.
+   */
+  xdal_status_t (*module_load_data)(const void *image, size_t bytes, xdal_backend_module_t *module);
+  /**
+   * Writes the module of built-in kernels (ABI.md, "Built-in kernels").
+   */
+  xdal_status_t (*module_get_builtin)(xdal_backend_module_t *module);
+  /**
+   * Releases a module. Functions taken from it and launches still queued
+   * keep what they need alive until they are released or done.
+   */
+  xdal_status_t (*module_unload)(xdal_backend_module_t module);
+  /**
+   * Finds a kernel by name; `XDAL_ERROR_NOT_FOUND` if there is none.
+   * The function must be released with `function_release`.
+   */
+  xdal_status_t (*module_get_function)(xdal_backend_module_t module,
+                                       const char *name,
+                                       xdal_backend_function_t *function);
+  /**
+   * Wraps a host function as a kernel (backends that run host code);
+   * `kernel` is non-NULL. Released with `function_release`.
+   */
+  xdal_status_t (*function_from_host)(xdal_host_kernel_t kernel, xdal_backend_function_t *function);
+  /**
+   * Releases a function; launches still queued keep it alive.
+   */
+  xdal_status_t (*function_release)(xdal_backend_function_t function);
+  /**
+   * Enqueues a kernel on `stream`. The front has checked the dimensions
+   * (non-zero, within the device's limits), the shared memory size and
+   * that every argument is non-NULL with a non-zero size; the backend
+   * checks argument sizes against kernels whose signature it knows, and
+   * copies the argument bytes before returning.
+   */
+  xdal_status_t (*launch_kernel)(xdal_backend_function_t function,
+                                 xdal_dim3_t grid,
+                                 xdal_dim3_t block,
+                                 size_t shared_mem_bytes,
+                                 xdal_backend_stream_t stream,
+                                 const xdal_kernel_arg_t *args,
+                                 size_t num_args);
 } xdal_backend_v1;
 
 /**

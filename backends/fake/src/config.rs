@@ -25,13 +25,7 @@ impl Config {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Config {
             device_count: parse_var("XDAL_FAKE_DEVICE_COUNT", 2, parse_count, 0, MAX_DEVICES)?,
-            memory_bytes: parse_var(
-                "XDAL_FAKE_MEMORY_BYTES",
-                16 << 30,
-                parse_bytes,
-                MIN_MEMORY,
-                MAX_MEMORY,
-            )?,
+            memory_bytes: parse_var("XDAL_FAKE_MEMORY_BYTES", 16 << 30, parse_bytes, MIN_MEMORY, MAX_MEMORY)?,
             protect: parse_var("XDAL_FAKE_PROTECT", 0, parse_count, 0, 1)? == 1,
             workers: parse_var("XDAL_FAKE_WORKERS", cores.max(2), parse_count, 1, 256)?,
         })
@@ -50,9 +44,7 @@ fn parse_var(
     };
     match parse(text.trim()) {
         Some(v) if (min..=max).contains(&v) => Ok(v),
-        _ => Err(format!(
-            "{name}={text:?} is not valid: expected a value from {min} to {max}"
-        )),
+        _ => Err(format!("{name}={text:?} is not valid: expected a value from {min} to {max}")),
     }
 }
 
@@ -62,17 +54,10 @@ fn parse_count(text: &str) -> Option<usize> {
 
 /// "4096", "512M", "16G", "16GiB" -> bytes.
 pub(crate) fn parse_bytes(text: &str) -> Option<usize> {
-    let digits_end = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
+    let digits_end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (digits, suffix) = text.split_at(digits_end);
     let value: usize = digits.parse().ok()?;
-    let shift = match suffix
-        .trim()
-        .to_ascii_uppercase()
-        .trim_end_matches("IB")
-        .trim_end_matches('B')
-    {
+    let shift = match suffix.trim().to_ascii_uppercase().trim_end_matches("IB").trim_end_matches('B') {
         "" => 0,
         "K" => 10,
         "M" => 20,

@@ -146,13 +146,7 @@ impl FakeDevice {
                 offset
             }
         };
-        pool.insert_live(
-            offset,
-            PoolBlock {
-                len,
-                requested: size,
-            },
-        );
+        pool.insert_live(offset, PoolBlock { len, requested: size });
         drop(pool);
         self.count_alloc(size);
         Ok(self.region.view_addr(offset))
@@ -219,10 +213,7 @@ impl FakeDevice {
     }
 
     fn live_streams(&self) -> Vec<Arc<Stream>> {
-        lock(&self.streams)
-            .values()
-            .filter_map(Weak::upgrade)
-            .collect()
+        lock(&self.streams).values().filter_map(Weak::upgrade).collect()
     }
 
     /// Waits until no work is pending on the device's streams.

@@ -49,14 +49,8 @@ pub(crate) fn last_message() -> *const c_char {
 /// Runs a table entry's body, turning a panic into `XDAL_ERROR_INTERNAL`
 /// so that no unwind crosses the C boundary.
 pub(crate) fn entry(body: impl FnOnce() -> FakeResult<()>) -> xdal_status_raw {
-    let result =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|panic| {
-            Err(failure!(
-                XDAL_ERROR_INTERNAL,
-                "fake backend panicked: {}",
-                panic_text(&panic)
-            ))
-        });
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
+        .unwrap_or_else(|panic| Err(failure!(XDAL_ERROR_INTERNAL, "fake backend panicked: {}", panic_text(&panic))));
     to_status(result)
 }
 

@@ -52,10 +52,7 @@ pub(crate) struct Event {
 
 impl Event {
     pub fn new(timing: bool) -> Event {
-        Event {
-            timing,
-            point: Mutex::new(None),
-        }
+        Event { timing, point: Mutex::new(None) }
     }
 
     /// The point of the latest record, if any.
@@ -67,12 +64,7 @@ impl Event {
         let timing = self.timing;
         let mut marker = None;
         stream.enqueue_with(|seq| {
-            let m = Arc::new(Marker {
-                stream: stream.clone(),
-                seq,
-                timing,
-                time_ns: AtomicU64::new(0),
-            });
+            let m = Arc::new(Marker { stream: stream.clone(), seq, timing, time_ns: AtomicU64::new(0) });
             marker = Some(m.clone());
             Op::Mark(m)
         });
@@ -94,23 +86,14 @@ impl Event {
     /// Milliseconds from `start`'s point to `end`'s.
     pub fn elapsed_ms(start: &Event, end: &Event) -> FakeResult<f32> {
         if !start.timing || !end.timing {
-            return Err(failure!(
-                XDAL_ERROR_INVALID_VALUE,
-                "an event was created with XDAL_EVENT_DISABLE_TIMING"
-            ));
+            return Err(failure!(XDAL_ERROR_INVALID_VALUE, "an event was created with XDAL_EVENT_DISABLE_TIMING"));
         }
         let (Some(a), Some(b)) = (start.point(), end.point()) else {
-            return Err(failure!(
-                XDAL_ERROR_INVALID_VALUE,
-                "an event was never recorded"
-            ));
+            return Err(failure!(XDAL_ERROR_INVALID_VALUE, "an event was never recorded"));
         };
         a.status()?;
         b.status()?;
-        let (ta, tb) = (
-            a.time_ns.load(Ordering::Acquire),
-            b.time_ns.load(Ordering::Acquire),
-        );
+        let (ta, tb) = (a.time_ns.load(Ordering::Acquire), b.time_ns.load(Ordering::Acquire));
         Ok((tb as f64 - ta as f64) as f32 / 1.0e6)
     }
 }

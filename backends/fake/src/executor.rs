@@ -2,6 +2,7 @@
 //! process. A stream with work sits in one run queue (one per priority
 //! level) until a worker, or a host thread waiting for it, takes it and
 //! drains it. No stream owns a thread, so streams cost only memory.
+use crate::launch::Launch;
 use crate::stream::Stream;
 use crossbeam_queue::SegQueue;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
@@ -17,6 +18,8 @@ const SPIN: Duration = Duration::from_micros(50);
 
 pub(crate) struct Executor {
     queues: [SegQueue<Arc<Stream>>; LEVELS],
+    /// Kernel launches with blocks left for any idle worker to run.
+    launches: SegQueue<Arc<Launch>>,
     sleepers: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
@@ -28,6 +31,7 @@ impl Executor {
     pub fn new(workers: usize) -> Executor {
         Executor {
             queues: Default::default(),
+            launches: SegQueue::new(),
             sleepers: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
@@ -44,6 +48,17 @@ impl Executor {
     pub fn schedule(&'static self, stream: Arc<Stream>) {
         self.started.get_or_init(|| self.start());
         self.queues[stream.level()].push(stream);
+        self.wake_one();
+    }
+
+    /// Offers the remaining blocks of a launch to an idle worker.
+    pub fn offer(&'static self, launch: Arc<Launch>) {
+        self.started.get_or_init(|| self.start());
+        self.launches.push(launch);
+        self.wake_one();
+    }
+
+    fn wake_one(&self) {
         // Pairs with the fence in `park`: either the sleeper sees the new
         // item, or we see the sleeper.
         fence(Ordering::SeqCst);
@@ -55,9 +70,7 @@ impl Executor {
 
     fn start(&'static self) {
         for index in 0..self.workers {
-            let spawned = std::thread::Builder::new()
-                .name(format!("xdal-fake-{index}"))
-                .spawn(move || self.work());
+            let spawned = std::thread::Builder::new().name(format!("xdal-fake-{index}")).spawn(move || self.work());
             // A worker that cannot be spawned leaves the others; host threads
             // that wait also run streams, so work still progresses.
             drop(spawned);
@@ -69,11 +82,16 @@ impl Executor {
     }
 
     fn has_work(&self) -> bool {
-        self.queues.iter().any(|q| !q.is_empty())
+        !self.launches.is_empty() || self.queues.iter().any(|q| !q.is_empty())
     }
 
     fn work(&'static self) {
         loop {
+            // Blocks of a running launch first: its stream is waiting on them.
+            if let Some(launch) = self.launches.pop() {
+                launch.help();
+                continue;
+            }
             if let Some(stream) = self.pop() {
                 stream.run_if_queued();
                 continue;

@@ -16,12 +16,8 @@ pub(crate) struct Heap {
 impl Heap {
     pub fn new(len: usize) -> Heap {
         let len = len / ALIGN * ALIGN;
-        let mut heap = Heap {
-            free_by_offset: BTreeMap::new(),
-            free_by_len: BTreeSet::new(),
-            live: HashMap::new(),
-            used: 0,
-        };
+        let mut heap =
+            Heap { free_by_offset: BTreeMap::new(), free_by_len: BTreeSet::new(), live: HashMap::new(), used: 0 };
         heap.insert_free(0, len);
         heap
     }
@@ -96,11 +92,7 @@ mod tests {
         assert!(a + 256 <= b && b + 512 <= c);
         assert_eq!(heap.used(), 1024);
         assert_eq!(heap.free(b), Some((512, 512)));
-        assert_eq!(
-            heap.free(b),
-            None,
-            "a second free of the same block is refused"
-        );
+        assert_eq!(heap.free(b), None, "a second free of the same block is refused");
         assert_eq!(heap.free(a), Some((256, 256)));
         assert_eq!(heap.free(c), Some((256, 256)));
         // Everything coalesced back: the whole range is one block again.

@@ -6,12 +6,16 @@
 //! lazily backed address range per device; streams run on a small executor
 //! shared by the whole process; events are points in a stream's sequence of
 //! operations.
+mod builtin;
 mod config;
 mod device;
+mod dtype;
 mod error;
 mod event;
 mod executor;
 mod heap;
+mod launch;
+mod module;
 mod pool;
 mod region;
 mod stream;
@@ -43,12 +47,7 @@ impl Fake {
         let devices = (0..config.device_count)
             .map(|i| FakeDevice::new(i, &config).map_err(|f| format!("device {i}: {}", f.message)))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Fake {
-            executor: Executor::new(config.workers),
-            devices,
-            config,
-            next_id: AtomicU64::new(1),
-        })
+        Ok(Fake { executor: Executor::new(config.workers), devices, config, next_id: AtomicU64::new(1) })
     }
 
     pub fn device(&self, index: usize) -> &FakeDevice {
@@ -62,18 +61,13 @@ impl Fake {
         if !self.config.protect {
             return addr;
         }
-        self.devices
-            .iter()
-            .find(|d| d.region.contains(addr))
-            .map_or(addr, |d| d.region.alias_of(addr))
+        self.devices.iter().find(|d| d.region.contains(addr)).map_or(addr, |d| d.region.alias_of(addr))
     }
 }
 
 /// Starts the backend once; later calls return the same outcome.
 fn started() -> Result<&'static Fake, &'static str> {
-    FAKE.get_or_init(Fake::start)
-        .as_ref()
-        .map_err(String::as_str)
+    FAKE.get_or_init(Fake::start).as_ref().map_err(String::as_str)
 }
 
 /// The started backend. Table entries are reachable only after a successful

@@ -37,9 +37,7 @@ impl Pool {
     /// Takes a cached block of `len` bytes usable by work on `stream`.
     pub fn take(&mut self, len: usize, stream: &Arc<Stream>) -> Option<usize> {
         let bin = self.bins.get_mut(&len)?;
-        let index = bin
-            .iter()
-            .rposition(|c| Arc::ptr_eq(&c.freed_on, stream) || c.freed_on.passed(c.freed_at))?;
+        let index = bin.iter().rposition(|c| Arc::ptr_eq(&c.freed_on, stream) || c.freed_on.passed(c.freed_at))?;
         let cached = bin.swap_remove(index);
         self.cached_bytes -= len;
         Some(cached.offset)
@@ -61,11 +59,7 @@ impl Pool {
     /// Moves a live block into the cache, reusable after `stream` passes `at`.
     pub fn release(&mut self, offset: usize, stream: Arc<Stream>, at: u64) -> Option<PoolBlock> {
         let block = self.live.remove(&offset)?;
-        self.bins.entry(block.len).or_default().push(Cached {
-            offset,
-            freed_on: stream,
-            freed_at: at,
-        });
+        self.bins.entry(block.len).or_default().push(Cached { offset, freed_on: stream, freed_at: at });
         self.cached_bytes += block.len;
         Some(block)
     }

@@ -100,10 +100,7 @@ pub(crate) fn map(len: usize, prot: libc::c_int) -> FakeResult<usize> {
     };
     if ptr == libc::MAP_FAILED {
         let err = std::io::Error::last_os_error();
-        return Err(failure!(
-            XDAL_ERROR_OUT_OF_MEMORY,
-            "cannot reserve {len} bytes of address space: {err}"
-        ));
+        return Err(failure!(XDAL_ERROR_OUT_OF_MEMORY, "cannot reserve {len} bytes of address space: {err}"));
     }
     Ok(ptr as usize)
 }

@@ -122,15 +122,8 @@ impl Stream {
             self.enqueued.store(seq, SeqCst);
             seq
         };
-        crate::fake()
-            .device(self.device)
-            .outstanding
-            .fetch_add(1, SeqCst);
-        if self
-            .state
-            .compare_exchange(IDLE, QUEUED, SeqCst, Relaxed)
-            .is_ok()
-        {
+        crate::fake().device(self.device).outstanding.fetch_add(1, SeqCst);
+        if self.state.compare_exchange(IDLE, QUEUED, SeqCst, Relaxed).is_ok() {
             crate::fake().executor.schedule(self.clone());
         }
         seq
@@ -165,10 +158,7 @@ impl Stream {
         if self.passed(last) {
             Ok(())
         } else {
-            Err(crate::error::failure!(
-                XDAL_ERROR_NOT_READY,
-                "stream has pending work"
-            ))
+            Err(crate::error::failure!(XDAL_ERROR_NOT_READY, "stream has pending work"))
         }
     }
 
@@ -188,10 +178,7 @@ impl Stream {
         let mut rounds = 0;
         while !self.passed(seq) {
             if self.state.load(Relaxed) == QUEUED
-                && self
-                    .state
-                    .compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed)
-                    .is_ok()
+                && self.state.compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed).is_ok()
             {
                 self.run();
                 continue;
@@ -212,11 +199,7 @@ impl Stream {
 
     /// Runs the stream if it is waiting in a run queue; called by workers.
     pub fn run_if_queued(self: &Arc<Self>) {
-        if self
-            .state
-            .compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed)
-            .is_ok()
-        {
+        if self.state.compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed).is_ok() {
             self.run();
         }
     }
@@ -244,12 +227,7 @@ impl Stream {
             drop(batch);
             self.state.store(IDLE, SeqCst);
             let more = self.enqueued.load(SeqCst) > self.completed.load(SeqCst);
-            if !(more
-                && self
-                    .state
-                    .compare_exchange(IDLE, RUNNING, SeqCst, Relaxed)
-                    .is_ok())
-            {
+            if !(more && self.state.compare_exchange(IDLE, RUNNING, SeqCst, Relaxed).is_ok()) {
                 return;
             }
         }
@@ -286,14 +264,9 @@ impl Stream {
                 }
             }
             Op::Task(task) => {
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task))
-                    .unwrap_or_else(|p| {
-                        Err(crate::error::failure!(
-                            XDAL_ERROR_INTERNAL,
-                            "stream work panicked: {}",
-                            panic_text(&p)
-                        ))
-                    });
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).unwrap_or_else(|p| {
+                    Err(crate::error::failure!(XDAL_ERROR_INTERNAL, "stream work panicked: {}", panic_text(&p)))
+                });
                 Step::Done(result)
             }
         }
@@ -322,17 +295,11 @@ impl Stream {
             if self.error_seq.load(Relaxed) == u64::MAX {
                 *lock(&self.error) = Some(failure);
                 self.error_seq.store(seq, Release);
-                crate::fake()
-                    .device(self.device)
-                    .failed_streams
-                    .fetch_add(1, SeqCst);
+                crate::fake().device(self.device).failed_streams.fetch_add(1, SeqCst);
             }
         }
         self.completed.store(seq, SeqCst);
-        crate::fake()
-            .device(self.device)
-            .outstanding
-            .fetch_sub(1, SeqCst);
+        crate::fake().device(self.device).outstanding.fetch_sub(1, SeqCst);
         if self.has_waiters.load(SeqCst) {
             self.wake_waiters(seq);
         }

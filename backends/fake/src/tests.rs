@@ -44,10 +44,7 @@ fn work_runs_in_order_and_query_sees_the_running_op() {
         let order = order.clone();
         stream.enqueue(task(move || order.lock().unwrap().push(i)));
     }
-    assert!(
-        stream.query().is_err(),
-        "NOT_READY while the first op still runs"
-    );
+    assert!(stream.query().is_err(), "NOT_READY while the first op still runs");
     open.store(true, SeqCst);
     stream.synchronize().unwrap();
     assert!(stream.query().is_ok());
@@ -87,17 +84,11 @@ fn a_wait_keeps_the_point_it_was_given() {
     producer.enqueue(task(second_wait));
     event.record(&producer);
     std::thread::sleep(Duration::from_millis(20));
-    assert!(
-        !consumer_ran.load(SeqCst),
-        "the consumer ran before the first point"
-    );
+    assert!(!consumer_ran.load(SeqCst), "the consumer ran before the first point");
     first_open.store(true, SeqCst);
     consumer.synchronize().unwrap();
     assert!(consumer_ran.load(SeqCst));
-    assert!(
-        event.query().is_err(),
-        "the re-recorded point is still pending"
-    );
+    assert!(event.query().is_err(), "the re-recorded point is still pending");
     second_open.store(true, SeqCst);
     event.synchronize().unwrap();
 }
@@ -105,24 +96,16 @@ fn a_wait_keeps_the_point_it_was_given() {
 #[test]
 fn a_failed_op_is_sticky_and_stays_on_its_stream() {
     let (failing, healthy) = (new_stream(0), new_stream(0));
-    failing.enqueue(Op::Task(Box::new(|| {
-        Err(failure!(XDAL_ERROR_LAUNCH_FAILED, "kernel failed"))
-    })));
+    failing.enqueue(Op::Task(Box::new(|| Err(failure!(XDAL_ERROR_LAUNCH_FAILED, "kernel failed")))));
     let later = Arc::new(AtomicBool::new(false));
     let flag = later.clone();
     failing.enqueue(task(move || flag.store(true, SeqCst)));
     healthy.enqueue(task(|| ()));
     let error = failing.synchronize().unwrap_err();
-    assert_eq!(
-        error.status,
-        xdal_abi::xdal_status::XDAL_ERROR_LAUNCH_FAILED
-    );
+    assert_eq!(error.status, xdal_abi::xdal_status::XDAL_ERROR_LAUNCH_FAILED);
     assert!(failing.query().is_err(), "sticky");
     assert!(failing.synchronize().is_err(), "sticky");
-    assert!(
-        later.load(SeqCst),
-        "later work still ran, so waits on it cannot hang"
-    );
+    assert!(later.load(SeqCst), "later work still ran, so waits on it cannot hang");
     healthy.synchronize().unwrap();
 }
 

@@ -13,10 +13,7 @@ pub(super) unsafe extern "C" fn get_count(count: *mut c_int) -> xdal_status_raw 
     entry(|| unsafe { write_out(count, crate::fake().devices.len() as c_int) })
 }
 
-pub(super) unsafe extern "C" fn get_properties(
-    device: c_int,
-    props: *mut xdal_device_properties_t,
-) -> xdal_status_raw {
+pub(super) unsafe extern "C" fn get_properties(device: c_int, props: *mut xdal_device_properties_t) -> xdal_status_raw {
     entry(|| {
         let fake = crate::fake();
         let dev = fake.device(device as usize);
@@ -30,7 +27,7 @@ pub(super) unsafe extern "C" fn get_properties(
             max_grid_dim: [i32::MAX as u32, 65535, 65535],
             shared_mem_per_block: 48 << 10,
             warp_size: 32,
-            dtype_mask: 0,
+            dtype_mask: crate::builtin::dtype_mask(),
             is_simulated: 1,
         };
         let name = format!("xdal fake device {device}");
@@ -61,11 +58,7 @@ pub(super) unsafe extern "C" fn get_stream_priority_range(
     })
 }
 
-pub(super) unsafe extern "C" fn can_access_peer(
-    device: c_int,
-    peer: c_int,
-    can_access: *mut c_int,
-) -> xdal_status_raw {
+pub(super) unsafe extern "C" fn can_access_peer(device: c_int, peer: c_int, can_access: *mut c_int) -> xdal_status_raw {
     // All fake devices live in one address space; a device is not its own
     // peer, as on CUDA.
     // SAFETY: the front passes a valid output pointer.
@@ -79,12 +72,10 @@ pub(super) unsafe extern "C" fn mem_get_info(
 ) -> xdal_status_raw {
     entry(|| {
         let dev = crate::fake().device(device as usize);
-        let free = dev.capacity.checked_sub(dev.reserved()).ok_or_else(|| {
-            failure!(
-                XDAL_ERROR_INTERNAL,
-                "device {device}: more reserved than its capacity"
-            )
-        })?;
+        let free = dev
+            .capacity
+            .checked_sub(dev.reserved())
+            .ok_or_else(|| failure!(XDAL_ERROR_INTERNAL, "device {device}: more reserved than its capacity"))?;
         // SAFETY: the front passes valid output pointers.
         unsafe {
             write_out(free_bytes, free)?;

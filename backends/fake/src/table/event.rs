@@ -15,11 +15,7 @@ unsafe fn event_ref<'a>(handle: xdal_backend_event_t) -> &'a Event {
     unsafe { &*(handle as *const Event) }
 }
 
-pub(super) unsafe extern "C" fn create(
-    _device: c_int,
-    flags: u32,
-    out: *mut xdal_backend_event_t,
-) -> xdal_status_raw {
+pub(super) unsafe extern "C" fn create(_device: c_int, flags: u32, out: *mut xdal_backend_event_t) -> xdal_status_raw {
     entry(|| {
         let event = Arc::new(Event::new(flags & XDAL_EVENT_DISABLE_TIMING == 0));
         // SAFETY: the front passes a valid output pointer.
@@ -36,10 +32,7 @@ pub(super) unsafe extern "C" fn destroy(event: xdal_backend_event_t) -> xdal_sta
     })
 }
 
-pub(super) unsafe extern "C" fn record(
-    event: xdal_backend_event_t,
-    stream: xdal_backend_stream_t,
-) -> xdal_status_raw {
+pub(super) unsafe extern "C" fn record(event: xdal_backend_event_t, stream: xdal_backend_stream_t) -> xdal_status_raw {
     entry(|| {
         // SAFETY: the front passes live handles.
         let (event, stream) = unsafe { (event_ref(event), stream_ref(stream)) };

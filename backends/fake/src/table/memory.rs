@@ -9,11 +9,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::{Mutex, OnceLock};
 use xdal_abi::*;
 
-pub(super) unsafe extern "C" fn malloc(
-    device: c_int,
-    size: usize,
-    ptr: *mut *mut c_void,
-) -> xdal_status_raw {
+pub(super) unsafe extern "C" fn malloc(device: c_int, size: usize, ptr: *mut *mut c_void) -> xdal_status_raw {
     entry(|| {
         let addr = crate::fake().device(device as usize).malloc(size)?;
         // SAFETY: the front passes a valid output pointer.
@@ -37,10 +33,7 @@ pub(super) unsafe extern "C" fn malloc_host(size: usize, ptr: *mut *mut c_void) 
             .checked_next_multiple_of(page_size())
             .ok_or_else(|| failure!(XDAL_ERROR_OUT_OF_MEMORY, "{size} bytes of pinned memory"))?;
         let addr = map(len, libc::PROT_READ | libc::PROT_WRITE)?;
-        host_blocks()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(addr, len);
+        host_blocks().lock().unwrap_or_else(|e| e.into_inner()).insert(addr, len);
         // SAFETY: the front passes a valid output pointer.
         unsafe { write_out(ptr, addr as *mut c_void) }
     })
@@ -48,16 +41,8 @@ pub(super) unsafe extern "C" fn malloc_host(size: usize, ptr: *mut *mut c_void) 
 
 pub(super) unsafe extern "C" fn free_host(ptr: *mut c_void) -> xdal_status_raw {
     entry(|| {
-        let len = host_blocks()
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(ptr as usize));
-        let len = len.ok_or_else(|| {
-            failure!(
-                XDAL_ERROR_INVALID_POINTER,
-                "{ptr:p} is not pinned host memory"
-            )
-        })?;
+        let len = host_blocks().lock().unwrap_or_else(|e| e.into_inner()).remove(&(ptr as usize));
+        let len = len.ok_or_else(|| failure!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is not pinned host memory"))?;
         unmap(ptr as usize, len);
         Ok(())
     })
@@ -72,9 +57,7 @@ pub(super) unsafe extern "C" fn malloc_async(
     entry(|| {
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
-        let addr = crate::fake()
-            .device(device as usize)
-            .malloc_async(size, &stream)?;
+        let addr = crate::fake().device(device as usize).malloc_async(size, &stream)?;
         // SAFETY: the front passes a valid output pointer.
         unsafe { write_out(ptr, addr as *mut c_void) }
     })
@@ -88,9 +71,7 @@ pub(super) unsafe extern "C" fn free_async(
     entry(|| {
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
-        crate::fake()
-            .device(device as usize)
-            .free_async(ptr as usize, &stream)
+        crate::fake().device(device as usize).free_async(ptr as usize, &stream)
     })
 }
 
@@ -122,11 +103,7 @@ pub(super) unsafe extern "C" fn memcpy_async(
         let (dst, src) = (fake.alias(dst as usize), fake.alias(src as usize));
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
-        stream.enqueue(Op::Copy {
-            dst: SendPtr(dst as *mut c_void),
-            src: SendPtr(src as *mut c_void),
-            len: bytes,
-        });
+        stream.enqueue(Op::Copy { dst: SendPtr(dst as *mut c_void), src: SendPtr(src as *mut c_void), len: bytes });
         Ok(())
     })
 }
@@ -139,21 +116,10 @@ pub(super) unsafe extern "C" fn memcpy_peer(
     bytes: usize,
 ) -> xdal_status_raw {
     // SAFETY: same contract as `memcpy`.
-    unsafe {
-        memcpy(
-            dst,
-            src,
-            bytes,
-            xdal_memcpy_kind::XDAL_MEMCPY_DEVICE_TO_DEVICE,
-        )
-    }
+    unsafe { memcpy(dst, src, bytes, xdal_memcpy_kind::XDAL_MEMCPY_DEVICE_TO_DEVICE) }
 }
 
-pub(super) unsafe extern "C" fn memset(
-    dst: *mut c_void,
-    value: c_int,
-    bytes: usize,
-) -> xdal_status_raw {
+pub(super) unsafe extern "C" fn memset(dst: *mut c_void, value: c_int, bytes: usize) -> xdal_status_raw {
     entry(|| {
         let dst = crate::fake().alias(dst as usize);
         // SAFETY: the front checked the range; `dst` is the accessible alias.
@@ -172,19 +138,12 @@ pub(super) unsafe extern "C" fn memset_async(
         let dst = crate::fake().alias(dst as usize);
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
-        stream.enqueue(Op::Set {
-            dst: SendPtr(dst as *mut c_void),
-            value: value as u8,
-            len: bytes,
-        });
+        stream.enqueue(Op::Set { dst: SendPtr(dst as *mut c_void), value: value as u8, len: bytes });
         Ok(())
     })
 }
 
-pub(super) unsafe extern "C" fn get_stats(
-    device: c_int,
-    stats: *mut xdal_mem_stats_t,
-) -> xdal_status_raw {
+pub(super) unsafe extern "C" fn get_stats(device: c_int, stats: *mut xdal_mem_stats_t) -> xdal_status_raw {
     entry(|| {
         let value = crate::fake().device(device as usize).stats();
         // SAFETY: the front passes a struct of at least `struct_size` bytes.
@@ -207,15 +166,9 @@ pub(super) unsafe extern "C" fn empty_cache(device: c_int) -> xdal_status_raw {
     })
 }
 
-pub(super) unsafe extern "C" fn address_get_device(
-    ptr: *const c_void,
-    device: *mut c_int,
-) -> xdal_status_raw {
+pub(super) unsafe extern "C" fn address_get_device(ptr: *const c_void, device: *mut c_int) -> xdal_status_raw {
     entry(|| {
-        let owner = crate::fake()
-            .devices
-            .iter()
-            .position(|d| d.region.contains(ptr as usize));
+        let owner = crate::fake().devices.iter().position(|d| d.region.contains(ptr as usize));
         // SAFETY: the front passes a valid output pointer.
         unsafe { write_out(device, owner.map_or(-1, |i| i as c_int)) }
     })

@@ -1,6 +1,7 @@
 //! The fake backend's table and getter: the only way in.
 mod device;
 mod event;
+mod kernel;
 mod memory;
 mod stream;
 
@@ -24,17 +25,17 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     device_get_stream_priority_range: Some(device::get_stream_priority_range),
     device_can_access_peer: Some(device::can_access_peer),
     mem_get_info: Some(device::mem_get_info),
-    malloc: Some(memory::malloc),
-    free: Some(memory::free),
-    malloc_host: Some(memory::malloc_host),
-    free_host: Some(memory::free_host),
-    malloc_async: Some(memory::malloc_async),
-    free_async: Some(memory::free_async),
-    memcpy: Some(memory::memcpy),
-    memcpy_async: Some(memory::memcpy_async),
-    memcpy_peer: Some(memory::memcpy_peer),
-    memset: Some(memory::memset),
-    memset_async: Some(memory::memset_async),
+    mem_alloc: Some(memory::malloc),
+    mem_free: Some(memory::free),
+    mem_alloc_host: Some(memory::malloc_host),
+    mem_free_host: Some(memory::free_host),
+    mem_alloc_async: Some(memory::malloc_async),
+    mem_free_async: Some(memory::free_async),
+    mem_copy: Some(memory::memcpy),
+    mem_copy_async: Some(memory::memcpy_async),
+    mem_copy_peer: Some(memory::memcpy_peer),
+    mem_set: Some(memory::memset),
+    mem_set_async: Some(memory::memset_async),
     mem_get_stats: Some(memory::get_stats),
     mem_reset_peak_stats: Some(memory::reset_peak_stats),
     mem_empty_cache: Some(memory::empty_cache),
@@ -52,6 +53,14 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     event_elapsed_time: Some(event::elapsed_time),
     address_get_device: Some(memory::address_get_device),
     last_error_message: Some(last_error_message),
+    module_load: Some(kernel::module_load),
+    module_load_data: Some(kernel::module_load_data),
+    module_get_builtin: Some(kernel::module_get_builtin),
+    module_unload: Some(kernel::module_unload),
+    module_get_function: Some(kernel::module_get_function),
+    function_from_host: Some(kernel::function_from_host),
+    function_release: Some(kernel::function_release),
+    launch_kernel: Some(kernel::launch_kernel),
 };
 
 /// The fake backend's table getter, with the signature every plugin's
@@ -70,8 +79,7 @@ pub unsafe extern "C" fn xdal_fake_backend_get_v1(
     if front_abi_major != XDAL_ABI_VERSION_MAJOR {
         return xdal_status::XDAL_ERROR_VERSION_MISMATCH as xdal_status_raw;
     }
-    let started = std::panic::catch_unwind(crate::started)
-        .unwrap_or(Err("the fake backend panicked while starting"));
+    let started = std::panic::catch_unwind(crate::started).unwrap_or(Err("the fake backend panicked while starting"));
     if started.is_err() {
         return xdal_status::XDAL_ERROR_BACKEND_UNAVAILABLE as xdal_status_raw;
     }

@@ -66,13 +66,9 @@ pub(super) unsafe extern "C" fn launch_host_func(
     user_data: *mut c_void,
 ) -> xdal_status_raw {
     entry(|| {
-        let func =
-            func.ok_or_else(|| failure!(XDAL_ERROR_NULL_POINTER, "host function is NULL"))?;
+        let func = func.ok_or_else(|| failure!(XDAL_ERROR_NULL_POINTER, "host function is NULL"))?;
         // SAFETY: the front passes a live stream handle.
-        unsafe { stream_ref(stream) }.enqueue(Op::Host {
-            func,
-            data: SendPtr(user_data),
-        });
+        unsafe { stream_ref(stream) }.enqueue(Op::Host { func, data: SendPtr(user_data) });
         Ok(())
     })
 }

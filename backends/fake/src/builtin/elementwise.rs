@@ -1,0 +1,122 @@
+//! `fill_<t>`, `add_<t>` and `mul_<t>`: each block handles its contiguous
+//! share of the `n` elements with a tight loop over slices (bytes, for the
+//! packed types), so the compiler vectorises it and the kernels run at
+//! memory speed.
+use super::arith::{Arith, BinOp};
+use super::grid::{guard, line_quantum, Args, Block, KernelResult};
+use super::memory::{zip2, Array};
+use std::ffi::c_void;
+use xdal_abi::{xdal_kernel_context_t, xdal_status, xdal_status_raw};
+
+/// `fill_<t>(T *dst, uint64_t n, T value)`: `dst[i] = value`.
+///
+/// # Safety
+/// A kernel: `ctx` and `args` as the launch path passes them, `dst` valid
+/// for `n` elements.
+pub(crate) unsafe extern "C" fn fill_kernel<E: Arith>(
+    ctx: *const xdal_kernel_context_t,
+    args: *const *mut c_void,
+) -> xdal_status_raw {
+    // SAFETY: the caller's contract is `fill`'s.
+    guard(|| unsafe { fill::<E>(ctx, args) })
+}
+
+/// The body of `fill_kernel`.
+unsafe fn fill<E: Arith>(ctx: *const xdal_kernel_context_t, args: *const *mut c_void) -> KernelResult {
+    // SAFETY: the launch passes a live context and three arguments of the
+    // sizes `arg_sizes` gives (pointer, u64, scalar of E).
+    let (block, dst, n, value) = unsafe {
+        let args = Args::new(args)?;
+        (
+            Block::from_context(ctx)?,
+            args.get::<*mut u8>(0)?,
+            args.get::<u64>(1)?,
+            E::read_scalar(args.bytes(2)?).canonical(),
+        )
+    };
+    let dst = Array::<E>::new(dst, n)?;
+    let range = block.share(dst.len(), line_quantum(E::DTYPE));
+    if range.is_empty() {
+        return Ok(());
+    }
+    if E::DTYPE.is_packed() {
+        let nibble = value.to_bits() as u8 & 0xF;
+        // SAFETY: the range is this block's own share, starting on a byte.
+        let (bytes, tail) = unsafe { dst.packed_mut(range) };
+        bytes.fill(nibble | nibble << 4);
+        if let Some(last) = tail {
+            // SAFETY: `last` is in this block's share.
+            unsafe { dst.set(last, value) };
+        }
+    } else {
+        // SAFETY: the range is this block's own share.
+        unsafe { dst.slice_mut(range) }.fill(value);
+    }
+    Ok(())
+}
+
+/// `add_<t>` / `mul_<t>(const T *a, const T *b, T *out, uint64_t n)`:
+/// `out[i] = a[i] op b[i]`, computed in `E::Acc`. `out` may be `a` and/or
+/// `b` (in place); any other overlap is `XDAL_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// A kernel: `ctx` and `args` as the launch path passes them, the arrays
+/// valid for `n` elements.
+pub(crate) unsafe extern "C" fn binary_kernel<E: Arith, O: BinOp>(
+    ctx: *const xdal_kernel_context_t,
+    args: *const *mut c_void,
+) -> xdal_status_raw {
+    // SAFETY: the caller's contract is `binary`'s.
+    guard(|| unsafe { binary::<E, O>(ctx, args) })
+}
+
+/// The body of `binary_kernel`.
+unsafe fn binary<E: Arith, O: BinOp>(ctx: *const xdal_kernel_context_t, args: *const *mut c_void) -> KernelResult {
+    // SAFETY: the launch passes a live context and four arguments of the
+    // sizes `arg_sizes` gives (three pointers, u64).
+    let (block, a, b, out, n) = unsafe {
+        let args = Args::new(args)?;
+        (
+            Block::from_context(ctx)?,
+            args.get::<*mut u8>(0)?,
+            args.get::<*mut u8>(1)?,
+            args.get::<*mut u8>(2)?,
+            args.get::<u64>(3)?,
+        )
+    };
+    let (a, b, out) = (Array::<E>::new(a, n)?, Array::<E>::new(b, n)?, Array::<E>::new(out, n)?);
+    for input in [a, b] {
+        if out.overlaps(&input) && !out.is_same(&input) {
+            return Err(xdal_status::XDAL_ERROR_INVALID_VALUE);
+        }
+    }
+    let range = block.share(n as usize, line_quantum(E::DTYPE));
+    if range.is_empty() {
+        return Ok(());
+    }
+    let op = |x: E, y: E| E::from_acc(O::apply(x.to_acc(), y.to_acc()));
+    if E::DTYPE.is_packed() {
+        let nibble = |byte: u8, shift: u8| E::from_bits(u64::from(byte >> shift));
+        let pair = |x: u8, y: u8| {
+            let lo = op(nibble(x, 0), nibble(y, 0)).to_bits() as u8 & 0xF;
+            let hi = op(nibble(x, 4), nibble(y, 4)).to_bits() as u8 & 0xF;
+            lo | hi << 4
+        };
+        let (start, whole) = (range.start, range.len() / 2);
+        // SAFETY: this block's share, starting on a byte: `whole` bytes
+        // from `start / 2` in each array; `out` is `a` or `b` exactly or
+        // apart from them (checked above).
+        unsafe { zip2(a.unit_ptr::<u8>(start), b.unit_ptr::<u8>(start), out.unit_ptr::<u8>(start), whole, pair) };
+        let tail = (range.len() % 2 == 1).then(|| range.end - 1);
+        if let Some(last) = tail {
+            // SAFETY: `last` is in this block's share.
+            unsafe { out.set(last, op(a.get(last), b.get(last))) };
+        }
+    } else {
+        let start = range.start;
+        // SAFETY: this block's share of three aligned arrays of `n`
+        // elements; `out` is `a` or `b` exactly or apart from them.
+        unsafe { zip2(a.unit_ptr::<E>(start), b.unit_ptr::<E>(start), out.unit_ptr::<E>(start), range.len(), op) };
+    }
+    Ok(())
+}

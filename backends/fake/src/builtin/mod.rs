@@ -1,0 +1,130 @@
+//! The built-in kernels that `xdal_module_get_builtin` returns: `fill_<t>`,
+//! `cast_<s>_<d>`, `add_<t>`, `mul_<t>`, `sum_<t>` and `matmul_<t>` for all
+//! fourteen element types (ABI.md, "Built-in kernels"), written once,
+//! generically, and instantiated per type.
+//!
+//! Every kernel takes the `xdal_host_kernel_t` signature and is called once
+//! per block, blocks possibly in parallel: whatever the grid, each block
+//! takes a contiguous share of the work (see `grid::Block::share`), so all
+//! elements are covered exactly once. A kernel returns a failure status
+//! (which makes the launch fail) for NULL arrays, sizes that overflow,
+//! misaligned arrays, and overlaps it does not support; never a panic.
+
+mod arith;
+mod cast;
+mod elementwise;
+mod grid;
+mod matmul;
+mod memory;
+mod sum;
+#[cfg(test)]
+mod tests;
+
+use crate::dtype::{for_each_elem, DType, Elem};
+use arith::{Add, Arith, BinOp, Mul};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::OnceLock;
+use xdal_abi::{xdal_kernel_context_t, xdal_status_raw};
+
+/// The signature of every kernel (`xdal_host_kernel_t`, not optional).
+pub(crate) type Kernel = unsafe extern "C" fn(*const xdal_kernel_context_t, *const *mut c_void) -> xdal_status_raw;
+
+/// One built-in kernel.
+pub(crate) struct Builtin {
+    /// Its name, e.g. `"cast_f32_bf16"`.
+    pub name: String,
+    /// The kernel.
+    pub kernel: Kernel,
+    /// The exact byte size of each argument, in order: a launch with other
+    /// sizes is `XDAL_ERROR_INVALID_VALUE`.
+    pub arg_sizes: Vec<usize>,
+}
+
+/// Pointers cross the ABI as 8 bytes.
+const PTR: usize = 8;
+/// `uint64_t` counts.
+const U64: usize = 8;
+
+/// All built-in kernels, in a fixed order, with an index by name.
+struct Registry {
+    list: Vec<Builtin>,
+    by_name: HashMap<String, usize>,
+}
+
+/// Built on first use.
+fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        let list = build();
+        let by_name = list.iter().enumerate().map(|(i, b)| (b.name.clone(), i)).collect();
+        Registry { list, by_name }
+    })
+}
+
+/// The built-in kernel called `name`, if there is one.
+pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
+    let registry = registry();
+    registry.by_name.get(name).map(|&i| &registry.list[i])
+}
+
+/// Every built-in kernel: per type in ABI order fill, add, mul, sum,
+/// matmul; then the casts, by source type, then by destination type.
+// For listings (tests, tools); the launch path only needs `find`.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn all() -> impl Iterator<Item = &'static Builtin> {
+    registry().list.iter()
+}
+
+/// `dtype_mask` of the device properties: bit `1 << dtype` for each type
+/// the built-in kernels handle, which is all fourteen.
+pub(crate) fn dtype_mask() -> u64 {
+    DType::ALL.iter().fold(0, |mask, d| mask | d.mask_bit())
+}
+
+/// Instantiates every kernel.
+fn build() -> Vec<Builtin> {
+    let mut list = Vec::new();
+    macro_rules! per_type {
+        ($t:ty) => {
+            per_type::<$t>(&mut list);
+        };
+    }
+    for_each_elem!(per_type);
+    macro_rules! casts_from {
+        ($t:ty) => {
+            casts_from::<$t>(&mut list);
+        };
+    }
+    for_each_elem!(casts_from);
+    list
+}
+
+/// The kernels of one type, casts aside.
+fn per_type<E: Arith>(list: &mut Vec<Builtin>) {
+    let t = E::DTYPE.name();
+    let entry = |prefix: &str, kernel: Kernel, arg_sizes: &[usize]| Builtin {
+        name: format!("{prefix}_{t}"),
+        kernel,
+        arg_sizes: arg_sizes.to_vec(),
+    };
+    list.push(entry("fill", elementwise::fill_kernel::<E>, &[PTR, U64, E::DTYPE.scalar_bytes()]));
+    list.push(entry(Add::NAME, elementwise::binary_kernel::<E, Add>, &[PTR, PTR, PTR, U64]));
+    list.push(entry(Mul::NAME, elementwise::binary_kernel::<E, Mul>, &[PTR, PTR, PTR, U64]));
+    list.push(entry("sum", sum::sum_kernel::<E>, &[PTR, PTR, U64]));
+    list.push(entry("matmul", matmul::matmul_kernel::<E>, &[PTR, PTR, PTR, U64, U64, U64]));
+}
+
+/// `cast_<s>_<d>` for every destination type `d`.
+fn casts_from<S: Arith>(list: &mut Vec<Builtin>) {
+    macro_rules! to {
+        ($d:ty) => {
+            list.push(Builtin {
+                name: format!("cast_{}_{}", S::DTYPE.name(), <$d as Elem>::DTYPE.name()),
+                kernel: cast::cast_kernel::<S, $d>,
+                arg_sizes: vec![PTR, PTR, U64],
+            });
+        };
+    }
+    for_each_elem!(to);
+}
