@@ -16,6 +16,8 @@ pub(crate) struct Backend {
     pub device_count: c_int,
     pub priority_least: c_int,
     pub priority_greatest: c_int,
+    /// Each device's properties, read once: launches are checked against them.
+    pub properties: Vec<xdal_device_properties_t>,
     defaults: Vec<OnceLock<Arc<StreamObj>>>,
 }
 
@@ -52,10 +54,7 @@ impl Backend {
             return Ok(());
         }
         let Some(status) = xdal_status::from_raw(raw) else {
-            return Err(err!(
-                XDAL_ERROR_INTERNAL,
-                "backend returned {raw}, which is not an xdal_status_t"
-            ));
+            return Err(err!(XDAL_ERROR_INTERNAL, "backend returned {raw}, which is not an xdal_status_t"));
         };
         let detail = self
             .table
@@ -68,18 +67,11 @@ impl Backend {
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
             .filter(|m| !m.is_empty())
             .unwrap_or_else(|| format!("{} backend reported {}", self.name_str(), status.name()));
-        Err(Error {
-            status,
-            message: detail,
-        })
+        Err(Error { status, message: detail })
     }
 
     pub fn not_supported(&self, entry: &str) -> Error {
-        err!(
-            XDAL_ERROR_NOT_SUPPORTED,
-            "the {} backend does not implement {entry}",
-            self.name_str()
-        )
+        err!(XDAL_ERROR_NOT_SUPPORTED, "the {} backend does not implement {entry}", self.name_str())
     }
 
     pub fn name_str(&self) -> &str {
@@ -121,12 +113,10 @@ type HasEntry = fn(&xdal_backend_v1_t) -> bool;
 /// Entries no fallback can replace: a table without one is refused.
 const REQUIRED: &[(&str, HasEntry)] = &[
     ("device_get_count", |t| t.device_get_count.is_some()),
-    ("device_get_properties", |t| {
-        t.device_get_properties.is_some()
-    }),
-    ("malloc", |t| t.malloc.is_some()),
-    ("free", |t| t.free.is_some()),
-    ("memcpy", |t| t.memcpy.is_some()),
+    ("device_get_properties", |t| t.device_get_properties.is_some()),
+    ("mem_alloc", |t| t.mem_alloc.is_some()),
+    ("mem_free", |t| t.mem_free.is_some()),
+    ("mem_copy", |t| t.mem_copy.is_some()),
     ("stream_create", |t| t.stream_create.is_some()),
     ("stream_destroy", |t| t.stream_destroy.is_some()),
     ("stream_query", |t| t.stream_query.is_some()),
@@ -139,16 +129,25 @@ const REQUIRED: &[(&str, HasEntry)] = &[
     ("event_synchronize", |t| t.event_synchronize.is_some()),
 ];
 
+extern "C" {
+    /// From src/shim/linked_backend.c: the getter of a backend linked into
+    /// the process, or NULL.
+    fn xdal_front_linked_backend_getter() -> xdal_backend_get_v1_fn;
+}
+
+/// Picks the backend: `XDAL_BACKEND` (a built-in name or a plugin path),
+/// else a backend linked into the process (the weak default), else fake.
 fn load() -> Result<Backend, Error> {
+    let fake = || ("fake".to_string(), Some(xdal_fake::xdal_fake_backend_get_v1 as _));
     let requested = std::env::var("XDAL_BACKEND").unwrap_or_default();
     let (label, getter) = match requested.as_str() {
-        "" | "fake" => (
-            "fake".to_string(),
-            Some(xdal_fake::xdal_fake_backend_get_v1 as _),
-        ),
-        path if path.contains('/') || path.ends_with(".so") => {
-            (path.to_string(), open_plugin(path)?)
-        }
+        // SAFETY: the shim only reads a weak symbol's address.
+        "" => match unsafe { xdal_front_linked_backend_getter() } {
+            Some(getter) => ("linked-in backend".to_string(), Some(getter)),
+            None => fake(),
+        },
+        "fake" => fake(),
+        path if path.contains('/') || path.ends_with(".so") => (path.to_string(), open_plugin(path)?),
         name => {
             return Err(err!(
                 XDAL_ERROR_BACKEND_UNAVAILABLE,
@@ -164,14 +163,8 @@ fn load() -> Result<Backend, Error> {
 /// Opens a plugin and finds its getter. The library is never closed: its
 /// code must outlive every handle it made.
 fn open_plugin(path: &str) -> Result<xdal_backend_get_v1_fn, Error> {
-    let unavailable = |why: String| {
-        err!(
-            XDAL_ERROR_BACKEND_UNAVAILABLE,
-            "cannot load backend plugin {path:?}: {why}"
-        )
-    };
-    let c_path =
-        CString::new(path).map_err(|_| unavailable("the path contains a NUL byte".into()))?;
+    let unavailable = |why: String| err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "cannot load backend plugin {path:?}: {why}");
+    let c_path = CString::new(path).map_err(|_| unavailable("the path contains a NUL byte".into()))?;
     // SAFETY: dlopen with a valid C string; a failure is reported by NULL.
     let library = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if library.is_null() {
@@ -180,9 +173,7 @@ fn open_plugin(path: &str) -> Result<xdal_backend_get_v1_fn, Error> {
     // SAFETY: dlsym on a live handle with a valid C string.
     let symbol = unsafe { libc::dlsym(library, c"xdal_backend_get_v1".as_ptr()) };
     if symbol.is_null() {
-        return Err(unavailable(
-            "it does not export xdal_backend_get_v1, so it is not an xdal backend".into(),
-        ));
+        return Err(unavailable("it does not export xdal_backend_get_v1, so it is not an xdal backend".into()));
     }
     // SAFETY: a backend's xdal_backend_get_v1 has this signature by contract
     // (xdal_backend.h); function and data pointers have one size here.
@@ -201,25 +192,16 @@ fn dl_error() -> String {
         return "unknown dlopen error".into();
     }
     // SAFETY: non-NULL, NUL-terminated per dlerror's contract.
-    unsafe { CStr::from_ptr(message) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(message) }.to_string_lossy().into_owned()
 }
 
 /// Calls the getter and copies the table it returns, reading no more than
 /// the backend's `struct_size`.
 fn fetch_table(label: &str, getter: xdal_backend_get_v1_fn) -> Result<xdal_backend_v1_t, Error> {
-    let getter =
-        getter.ok_or_else(|| err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "backend {label}: no getter"))?;
+    let getter = getter.ok_or_else(|| err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "backend {label}: no getter"))?;
     let mut raw_table: *const xdal_backend_v1_t = std::ptr::null();
     // SAFETY: the getter has the documented signature; it writes one pointer.
-    let status = unsafe {
-        getter(
-            XDAL_ABI_VERSION_MAJOR,
-            XDAL_ABI_VERSION_MINOR,
-            &mut raw_table,
-        )
-    };
+    let status = unsafe { getter(XDAL_ABI_VERSION_MAJOR, XDAL_ABI_VERSION_MINOR, &mut raw_table) };
     if status != xdal_status::XDAL_SUCCESS as xdal_status_raw {
         let mut why = format!(
             "backend {label} refused to start: its getter returned {}",
@@ -230,8 +212,7 @@ fn fetch_table(label: &str, getter: xdal_backend_get_v1_fn) -> Result<xdal_backe
                 why = format!("fake backend cannot start: {reason}");
             }
         }
-        let version =
-            xdal_status::from_raw(status) == Some(xdal_status::XDAL_ERROR_VERSION_MISMATCH);
+        let version = xdal_status::from_raw(status) == Some(xdal_status::XDAL_ERROR_VERSION_MISMATCH);
         return Err(if version {
             err!(XDAL_ERROR_VERSION_MISMATCH, "{why}")
         } else {
@@ -239,20 +220,14 @@ fn fetch_table(label: &str, getter: xdal_backend_get_v1_fn) -> Result<xdal_backe
         });
     }
     if raw_table.is_null() {
-        return Err(err!(
-            XDAL_ERROR_BACKEND_UNAVAILABLE,
-            "backend {label}: the getter returned a NULL table"
-        ));
+        return Err(err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "backend {label}: the getter returned a NULL table"));
     }
     // SAFETY: the table starts with `size_t struct_size`, readable whatever
     // the backend's version.
     let size = unsafe { (*raw_table).struct_size };
     let header = offset_of!(xdal_backend_v1_t, name) + size_of::<*const i8>();
     if size < header {
-        return Err(err!(
-            XDAL_ERROR_BACKEND_UNAVAILABLE,
-            "backend {label}: table struct_size {size} is too small"
-        ));
+        return Err(err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "backend {label}: table struct_size {size} is too small"));
     }
     let mut table = MaybeUninit::<xdal_backend_v1_t>::zeroed();
     // SAFETY: copies the bytes the backend declared, capped at the size this
@@ -281,16 +256,9 @@ fn start(label: &str, table: xdal_backend_v1_t) -> Result<Backend, Error> {
         ));
     }
     if table.name.is_null() {
-        return Err(err!(
-            XDAL_ERROR_BACKEND_UNAVAILABLE,
-            "backend {label}: the table has no name"
-        ));
+        return Err(err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "backend {label}: the table has no name"));
     }
-    let missing: Vec<&str> = REQUIRED
-        .iter()
-        .filter(|(_, present)| !present(&table))
-        .map(|(n, _)| *n)
-        .collect();
+    let missing: Vec<&str> = REQUIRED.iter().filter(|(_, present)| !present(&table)).map(|(n, _)| *n).collect();
     if !missing.is_empty() {
         return Err(err!(
             XDAL_ERROR_BACKEND_UNAVAILABLE,
@@ -306,35 +274,33 @@ fn start(label: &str, table: xdal_backend_v1_t) -> Result<Backend, Error> {
         device_count: 0,
         priority_least: 0,
         priority_greatest: 0,
+        properties: Vec::new(),
         defaults: Vec::new(),
     };
     let mut count: c_int = 0;
     call!(&backend, device_get_count(&mut count)).map_err(|e| unavailable_because(label, e))?;
     if count < 0 {
-        return Err(err!(
-            XDAL_ERROR_BACKEND_UNAVAILABLE,
-            "backend {label} reports {count} devices"
-        ));
+        return Err(err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "backend {label} reports {count} devices"));
     }
     backend.device_count = count;
     if count > 0 && backend.table.device_get_stream_priority_range.is_some() {
         let (mut least, mut greatest) = (0, 0);
-        call!(
-            &backend,
-            device_get_stream_priority_range(0, &mut least, &mut greatest)
-        )
-        .map_err(|e| unavailable_because(label, e))?;
+        call!(&backend, device_get_stream_priority_range(0, &mut least, &mut greatest))
+            .map_err(|e| unavailable_because(label, e))?;
         backend.priority_least = least;
         backend.priority_greatest = greatest;
+    }
+    for device in 0..count {
+        // SAFETY: all-zero bytes are a valid xdal_device_properties_t.
+        let mut props: xdal_device_properties_t = unsafe { std::mem::zeroed() };
+        props.struct_size = size_of::<xdal_device_properties_t>();
+        call!(&backend, device_get_properties(device, &mut props)).map_err(|e| unavailable_because(label, e))?;
+        backend.properties.push(props);
     }
     backend.defaults = (0..count).map(|_| OnceLock::new()).collect();
     Ok(backend)
 }
 
 fn unavailable_because(label: &str, error: Error) -> Error {
-    err!(
-        XDAL_ERROR_BACKEND_UNAVAILABLE,
-        "backend {label} failed while starting: {}",
-        error.message
-    )
+    err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "backend {label} failed while starting: {}", error.message)
 }

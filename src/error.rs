@@ -53,10 +53,7 @@ pub(crate) fn with_last_error<R>(f: impl FnOnce(&str) -> R) -> R {
 /// status and message, and a panic into `XDAL_ERROR_INTERNAL`, so that no
 /// unwind ever crosses into C.
 #[inline]
-pub(crate) fn boundary(
-    function: &'static str,
-    body: impl FnOnce() -> XResult<()>,
-) -> xdal_status_t {
+pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> XResult<()>) -> xdal_status_t {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => xdal_status::XDAL_SUCCESS,
         Ok(Err(error)) => {
@@ -111,25 +108,17 @@ mod tests {
 
     #[test]
     fn the_boundary_turns_errors_and_panics_into_statuses_and_messages() {
-        let status = boundary("xdal_test", || {
-            Err(err!(XDAL_ERROR_INVALID_VALUE, "size is 0"))
-        });
+        let status = boundary("xdal_test", || Err(err!(XDAL_ERROR_INVALID_VALUE, "size is 0")));
         assert_eq!(status, xdal_status::XDAL_ERROR_INVALID_VALUE);
         assert_eq!(with_last_error(str::to_string), "xdal_test: size is 0");
 
         let status = boundary("xdal_test", || Err(err!(XDAL_ERROR_NOT_READY, "pending")));
         assert_eq!(status, xdal_status::XDAL_ERROR_NOT_READY);
-        assert_eq!(
-            with_last_error(str::to_string),
-            "xdal_test: size is 0",
-            "NOT_READY is no failure"
-        );
+        assert_eq!(with_last_error(str::to_string), "xdal_test: size is 0", "NOT_READY is no failure");
 
         let status = boundary("xdal_test", || panic!("boom"));
         assert_eq!(status, xdal_status::XDAL_ERROR_INTERNAL);
-        assert!(with_last_error(
-            |m| m.contains("boom") && m.starts_with("xdal_test: ")
-        ));
+        assert!(with_last_error(|m| m.contains("boom") && m.starts_with("xdal_test: ")));
 
         assert_eq!(boundary("xdal_test", || Ok(())), xdal_status::XDAL_SUCCESS);
     }

@@ -31,13 +31,7 @@ pub(crate) struct HandleTable<T> {
 
 impl<T> HandleTable<T> {
     pub const fn new(tag: u16) -> HandleTable<T> {
-        HandleTable {
-            tag,
-            inner: RwLock::new(Slots {
-                slots: Vec::new(),
-                free: Vec::new(),
-            }),
-        }
+        HandleTable { tag, inner: RwLock::new(Slots { slots: Vec::new(), free: Vec::new() }) }
     }
 
     /// Stores `value`; returns its handle, or None if the table is full.
@@ -46,13 +40,8 @@ impl<T> HandleTable<T> {
         let index = match inner.free.pop() {
             Some(index) => index,
             None => {
-                let index = u32::try_from(inner.slots.len())
-                    .ok()
-                    .filter(|&i| u64::from(i) <= INDEX_MASK)?;
-                inner.slots.push(Slot {
-                    generation: 0,
-                    value: None,
-                });
+                let index = u32::try_from(inner.slots.len()).ok().filter(|&i| u64::from(i) <= INDEX_MASK)?;
+                inner.slots.push(Slot { generation: 0, value: None });
                 index
             }
         };
@@ -67,29 +56,28 @@ impl<T> HandleTable<T> {
         let (index, generation) = self.decode(handle)?;
         let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());
         let slot = inner.slots.get(index)?;
-        (slot.generation == generation)
-            .then(|| slot.value.clone())
-            .flatten()
+        (slot.generation == generation).then(|| slot.value.clone()).flatten()
     }
 
     /// Removes the object behind `handle`; the handle is invalid from now on.
     pub fn remove(&self, handle: usize) -> Option<Arc<T>> {
         let (index, generation) = self.decode(handle)?;
         let mut inner = self.inner.write().unwrap_or_else(|e| e.into_inner());
-        let slot = inner
-            .slots
-            .get_mut(index)
-            .filter(|s| s.generation == generation)?;
+        let slot = inner.slots.get_mut(index).filter(|s| s.generation == generation)?;
         let value = slot.value.take()?;
         slot.generation = (slot.generation + 1) & GENERATION_MASK as u32;
         inner.free.push(index as u32);
         Some(value)
     }
 
+    /// Every live object.
+    pub fn values(&self) -> Vec<Arc<T>> {
+        let inner = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        inner.slots.iter().filter_map(|s| s.value.clone()).collect()
+    }
+
     fn encode(&self, index: u32, generation: u32) -> usize {
-        ((u64::from(self.tag) << TAG_SHIFT)
-            | (u64::from(generation) << INDEX_BITS)
-            | u64::from(index)) as usize
+        ((u64::from(self.tag) << TAG_SHIFT) | (u64::from(generation) << INDEX_BITS) | u64::from(index)) as usize
     }
 
     fn decode(&self, handle: usize) -> Option<(usize, u32)> {
@@ -97,10 +85,7 @@ impl<T> HandleTable<T> {
         if handle >> TAG_SHIFT != u64::from(self.tag) {
             return None;
         }
-        Some((
-            (handle & INDEX_MASK) as usize,
-            ((handle >> INDEX_BITS) & GENERATION_MASK) as u32,
-        ))
+        Some(((handle & INDEX_MASK) as usize, ((handle >> INDEX_BITS) & GENERATION_MASK) as u32))
     }
 }
 
@@ -127,5 +112,6 @@ mod tests {
         assert_ne!(s, s2);
         assert!(streams.get(s).is_none());
         assert_eq!(streams.get(s2).as_deref(), Some(&3));
+        assert_eq!(streams.values().len(), 1);
     }
 }

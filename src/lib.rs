@@ -12,6 +12,7 @@
 mod api;
 mod backend;
 mod error;
+mod fallback;
 mod handles;
 mod objects;
 mod registry;

@@ -4,17 +4,23 @@
 //! goes, so a call racing with a destroy never reaches a freed backend
 //! object.
 use crate::backend::{backend, call, Backend};
-use crate::error::{bail, err, XResult};
+use crate::error::{bail, err, Error, XResult};
 use crate::handles::HandleTable;
 use crate::threads::current_device;
-use std::ffi::c_int;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::ffi::{c_int, CStr, CString};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use xdal_abi::*;
 
 pub(crate) struct StreamObj {
     pub native: xdal_backend_stream_t,
     pub device: c_int,
     pub priority: c_int,
+    /// The first failure of work the front enqueued itself (the fallbacks
+    /// for async entries a backend leaves empty): sticky, like the
+    /// backend's own stream errors.
+    pub fallback_error: Mutex<Option<Error>>,
     backend: &'static Backend,
 }
 
@@ -25,20 +31,18 @@ unsafe impl Send for StreamObj {}
 unsafe impl Sync for StreamObj {}
 
 impl StreamObj {
-    pub fn create(
-        backend: &'static Backend,
-        device: c_int,
-        flags: u32,
-        priority: c_int,
-    ) -> XResult<Arc<StreamObj>> {
+    /// The sticky error of front-enqueued work, if any.
+    pub fn fallback_error(&self) -> XResult<()> {
+        match &*self.fallback_error.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+
+    pub fn create(backend: &'static Backend, device: c_int, flags: u32, priority: c_int) -> XResult<Arc<StreamObj>> {
         let mut native: xdal_backend_stream_t = std::ptr::null_mut();
         call!(backend, stream_create(device, flags, priority, &mut native))?;
-        Ok(Arc::new(StreamObj {
-            native,
-            device,
-            priority,
-            backend,
-        }))
+        Ok(Arc::new(StreamObj { native, device, priority, fallback_error: Mutex::new(None), backend }))
     }
 }
 
@@ -52,6 +56,10 @@ impl Drop for StreamObj {
 
 pub(crate) struct EventObj {
     pub native: xdal_backend_event_t,
+    pub flags: u32,
+    /// For backends without `event_elapsed_time`: the host time (ns + 1; 0
+    /// while pending) at which the stream reached the latest record.
+    pub stamp: Mutex<Option<Arc<AtomicU64>>>,
     backend: &'static Backend,
 }
 
@@ -64,7 +72,7 @@ impl EventObj {
     pub fn create(backend: &'static Backend, device: c_int, flags: u32) -> XResult<Arc<EventObj>> {
         let mut native: xdal_backend_event_t = std::ptr::null_mut();
         call!(backend, event_create(device, flags, &mut native))?;
-        Ok(Arc::new(EventObj { native, backend }))
+        Ok(Arc::new(EventObj { native, flags, stamp: Mutex::new(None), backend }))
     }
 }
 
@@ -84,10 +92,7 @@ pub(crate) fn stream(handle: xdal_stream_t) -> XResult<Arc<StreamObj>> {
         return backend()?.default_stream(current_device());
     }
     STREAMS.get(handle as usize).ok_or_else(|| {
-        err!(
-            XDAL_ERROR_INVALID_HANDLE,
-            "{handle:p} is not a live stream (destroyed, or not a stream handle)"
-        )
+        err!(XDAL_ERROR_INVALID_HANDLE, "{handle:p} is not a live stream (destroyed, or not a stream handle)")
     })
 }
 
@@ -98,9 +103,102 @@ pub(crate) fn event(handle: xdal_event_t) -> XResult<Arc<EventObj>> {
         bail!(XDAL_ERROR_INVALID_HANDLE, "the event handle is NULL");
     }
     EVENTS.get(handle as usize).ok_or_else(|| {
+        err!(XDAL_ERROR_INVALID_HANDLE, "{handle:p} is not a live event (destroyed, or not an event handle)")
+    })
+}
+
+/// A loaded module. Its functions are cached by name, so asking twice gives
+/// one handle, and unloading invalidates them all.
+pub(crate) struct ModuleObj {
+    pub native: xdal_backend_module_t,
+    functions: Mutex<HashMap<CString, usize>>,
+    backend: &'static Backend,
+}
+
+// SAFETY: as for StreamObj; the function cache is behind a mutex.
+unsafe impl Send for ModuleObj {}
+// SAFETY: as above.
+unsafe impl Sync for ModuleObj {}
+
+impl ModuleObj {
+    pub fn new(backend: &'static Backend, native: xdal_backend_module_t) -> Arc<ModuleObj> {
+        Arc::new(ModuleObj { native, functions: Mutex::new(HashMap::new()), backend })
+    }
+
+    /// The handle of the function `name`, made on first request.
+    pub fn function(&self, name: &CStr) -> XResult<usize> {
+        let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&handle) = functions.get(name) {
+            return Ok(handle);
+        }
+        let mut native: xdal_backend_function_t = std::ptr::null_mut();
+        call!(self.backend, module_get_function(self.native, name.as_ptr(), &mut native))?;
+        let function = Arc::new(FunctionObj { native, backend: self.backend });
+        let handle = insert_handle(&FUNCTIONS, function, "functions")?;
+        functions.insert(name.to_owned(), handle);
+        Ok(handle)
+    }
+
+    /// Invalidates every function handle taken from this module.
+    pub fn forget_functions(&self) {
+        let functions = std::mem::take(&mut *self.functions.lock().unwrap_or_else(|e| e.into_inner()));
+        for handle in functions.into_values() {
+            FUNCTIONS.remove(handle);
+        }
+    }
+}
+
+impl Drop for ModuleObj {
+    fn drop(&mut self) {
+        let _ = call!(self.backend, module_unload(self.native));
+    }
+}
+
+/// A launchable kernel.
+pub(crate) struct FunctionObj {
+    pub native: xdal_backend_function_t,
+    backend: &'static Backend,
+}
+
+// SAFETY: as for StreamObj.
+unsafe impl Send for FunctionObj {}
+// SAFETY: as for StreamObj.
+unsafe impl Sync for FunctionObj {}
+
+impl FunctionObj {
+    pub fn new(backend: &'static Backend, native: xdal_backend_function_t) -> Arc<FunctionObj> {
+        Arc::new(FunctionObj { native, backend })
+    }
+}
+
+impl Drop for FunctionObj {
+    fn drop(&mut self) {
+        let _ = call!(self.backend, function_release(self.native));
+    }
+}
+
+pub(crate) static MODULES: HandleTable<ModuleObj> = HandleTable::new(0xA1D0);
+pub(crate) static FUNCTIONS: HandleTable<FunctionObj> = HandleTable::new(0xA1F0);
+
+/// Stores an object in a handle table; a full table is out of memory.
+pub(crate) fn insert_handle<T>(table: &HandleTable<T>, value: Arc<T>, what: &str) -> XResult<usize> {
+    table.insert(value).ok_or_else(|| err!(XDAL_ERROR_OUT_OF_MEMORY, "too many live {what}"))
+}
+
+/// The module a caller named.
+pub(crate) fn module(handle: xdal_module_t) -> XResult<Arc<ModuleObj>> {
+    MODULES.get(handle as usize).ok_or_else(|| {
+        err!(XDAL_ERROR_INVALID_HANDLE, "{handle:p} is not a loaded module (unloaded, or not a module handle)")
+    })
+}
+
+/// The function a caller named.
+#[inline]
+pub(crate) fn function(handle: xdal_function_t) -> XResult<Arc<FunctionObj>> {
+    FUNCTIONS.get(handle as usize).ok_or_else(|| {
         err!(
             XDAL_ERROR_INVALID_HANDLE,
-            "{handle:p} is not a live event (destroyed, or not an event handle)"
+            "{handle:p} is not a live function (its module was unloaded, or not a function handle)"
         )
     })
 }

@@ -41,26 +41,17 @@ pub(crate) struct Registry {
 
 impl Registry {
     pub const fn new() -> Registry {
-        Registry {
-            map: RwLock::new(BTreeMap::new()),
-        }
+        Registry { map: RwLock::new(BTreeMap::new()) }
     }
 
     pub fn insert(&self, allocation: Allocation) {
-        self.map
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(allocation.base, allocation);
+        self.map.write().unwrap_or_else(|e| e.into_inner()).insert(allocation.base, allocation);
     }
 
     /// Removes the allocation that starts exactly at `base` if `wanted`
     /// accepts it: one step, so two threads freeing the same pointer cannot
     /// both succeed.
-    pub fn remove_if(
-        &self,
-        base: usize,
-        wanted: impl FnOnce(&Allocation) -> bool,
-    ) -> Option<Allocation> {
+    pub fn remove_if(&self, base: usize, wanted: impl FnOnce(&Allocation) -> bool) -> Option<Allocation> {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
         if !wanted(map.get(&base)?) {
             return None;
@@ -87,36 +78,17 @@ mod tests {
     #[test]
     fn find_covers_interior_addresses_only() {
         let registry = Registry::new();
-        let memory = Memory::Device {
-            device: 0,
-            pooled: false,
-        };
-        registry.insert(Allocation {
-            base: 1000,
-            size: 100,
-            memory,
-        });
-        registry.insert(Allocation {
-            base: 1100,
-            size: 10,
-            memory: Memory::Host,
-        });
+        let memory = Memory::Device { device: 0, pooled: false };
+        registry.insert(Allocation { base: 1000, size: 100, memory });
+        registry.insert(Allocation { base: 1100, size: 10, memory: Memory::Host });
         assert!(registry.find(999).is_none());
         assert_eq!(registry.find(1000).unwrap().base, 1000);
         assert_eq!(registry.find(1099).unwrap().base, 1000);
         assert_eq!(registry.find(1100).unwrap().memory, Memory::Host);
         assert!(registry.find(1110).is_none());
         assert_eq!(registry.find(1050).unwrap().room_after(1050), 50);
-        assert!(
-            registry.remove_if(1050, |_| true).is_none(),
-            "only bases can be removed"
-        );
-        assert!(
-            registry
-                .remove_if(1000, |a| a.memory == Memory::Host)
-                .is_none(),
-            "the predicate is honoured"
-        );
+        assert!(registry.remove_if(1050, |_| true).is_none(), "only bases can be removed");
+        assert!(registry.remove_if(1000, |a| a.memory == Memory::Host).is_none(), "the predicate is honoured");
         assert!(registry.remove_if(1000, |_| true).is_some());
         assert!(registry.find(1000).is_none());
     }

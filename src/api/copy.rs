@@ -59,10 +59,7 @@ fn kind_name(kind: xdal_memcpy_kind) -> &'static str {
 fn parse_kind(kind: xdal_memcpy_kind_raw) -> XResult<xdal_memcpy_kind> {
     match xdal_memcpy_kind::from_raw(kind) {
         Some(kind) => Ok(kind),
-        None => bail!(
-            XDAL_ERROR_INVALID_VALUE,
-            "{kind} is not an xdal_memcpy_kind_t"
-        ),
+        None => bail!(XDAL_ERROR_INVALID_VALUE, "{kind} is not an xdal_memcpy_kind_t"),
     }
 }
 
@@ -119,11 +116,7 @@ fn check_copy(
             memory(!wanted)
         );
     }
-    Ok(Copy {
-        dst,
-        src,
-        kind: inferred,
-    })
+    Ok(Copy { dst, src, kind: inferred })
 }
 
 /// Checks that `dst` can be set: `bytes` of live device memory.
@@ -163,7 +156,7 @@ pub extern "C" fn xdal_memcpy(
         }
         let copy = check_copy(backend, dst, src, bytes, kind)?;
         after_default_stream(backend)?;
-        call!(backend, memcpy(copy.dst, copy.src, bytes, copy.kind))
+        call!(backend, mem_copy(copy.dst, copy.src, bytes, copy.kind))
     })
 }
 
@@ -186,10 +179,7 @@ pub extern "C" fn xdal_memcpy_async(
             return Ok(());
         }
         let copy = check_copy(backend, dst, src, bytes, kind)?;
-        call!(
-            backend,
-            memcpy_async(copy.dst, copy.src, bytes, copy.kind, stream.native)
-        )
+        crate::fallback::stream::copy_async(backend, &stream, copy.dst, copy.src, bytes, copy.kind)
     })
 }
 
@@ -212,22 +202,13 @@ pub extern "C" fn xdal_memcpy_peer(
         }
         require(dst, "dst")?;
         require(src, "src")?;
-        for (role, addr, device) in [
-            ("destination", dst as usize, dst_device),
-            ("source", src as usize, src_device),
-        ] {
+        for (role, addr, device) in [("destination", dst as usize, dst_device), ("source", src as usize, src_device)] {
             if classify(backend, addr, bytes, role)? != Side::Device(device) {
-                bail!(
-                    XDAL_ERROR_INVALID_POINTER,
-                    "the {role} {addr:#x} is not memory of device {device}"
-                );
+                bail!(XDAL_ERROR_INVALID_POINTER, "the {role} {addr:#x} is not memory of device {device}");
             }
         }
         after_default_stream(backend)?;
-        call!(
-            backend,
-            memcpy_peer(dst, dst_device, src, src_device, bytes)
-        )
+        crate::fallback::memory::copy_peer(backend, dst, dst_device, src, src_device, bytes)
     })
 }
 
@@ -242,7 +223,7 @@ pub extern "C" fn xdal_memset(dst: *mut c_void, value: c_int, bytes: usize) -> x
         }
         check_set(backend, dst, bytes)?;
         after_default_stream(backend)?;
-        call!(backend, memset(dst, value, bytes))
+        crate::fallback::memory::set(backend, dst, value, bytes)
     })
 }
 
@@ -262,6 +243,6 @@ pub extern "C" fn xdal_memset_async(
             return Ok(());
         }
         check_set(backend, dst, bytes)?;
-        call!(backend, memset_async(dst, value, bytes, stream.native))
+        crate::fallback::stream::set_async(backend, &stream, dst, value, bytes)
     })
 }

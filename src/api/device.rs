@@ -42,10 +42,7 @@ pub(crate) fn check_struct_size<T>(out: &Out<T>, what: &str) -> XResult<()> {
     // caller-set `size_t struct_size`.
     let size = unsafe { *(out.as_ptr() as *const usize) };
     if size < std::mem::size_of::<usize>() {
-        bail!(
-            XDAL_ERROR_INVALID_VALUE,
-            "{what}->struct_size is {size}: set it to sizeof({what})"
-        );
+        bail!(XDAL_ERROR_INVALID_VALUE, "{what}->struct_size is {size}: set it to sizeof({what})");
     }
     Ok(())
 }
@@ -53,10 +50,7 @@ pub(crate) fn check_struct_size<T>(out: &Out<T>, what: &str) -> XResult<()> {
 /// Fills `props` with what `device` is and can do. The caller sets
 /// `props->struct_size`; only the fields that fit are written.
 #[no_mangle]
-pub extern "C" fn xdal_device_get_properties(
-    device: c_int,
-    props: *mut xdal_device_properties_t,
-) -> xdal_status_t {
+pub extern "C" fn xdal_device_get_properties(device: c_int, props: *mut xdal_device_properties_t) -> xdal_status_t {
     boundary("xdal_device_get_properties", || {
         let props = Out::new(props, "props")?;
         check_struct_size(&props, "props")?;
@@ -79,17 +73,14 @@ pub extern "C" fn xdal_device_synchronize() -> xdal_status_t {
     boundary("xdal_device_synchronize", || {
         let backend = backend()?;
         let device = backend.device(current_device())?;
-        call!(backend, device_synchronize(device))
+        crate::fallback::device::synchronize(backend, device)
     })
 }
 
 /// Writes the range of stream priorities of the current device: `least`
 /// (the default) and `greatest`; numerically lower is more urgent.
 #[no_mangle]
-pub extern "C" fn xdal_device_get_stream_priority_range(
-    least: *mut c_int,
-    greatest: *mut c_int,
-) -> xdal_status_t {
+pub extern "C" fn xdal_device_get_stream_priority_range(least: *mut c_int, greatest: *mut c_int) -> xdal_status_t {
     boundary("xdal_device_get_stream_priority_range", || {
         let (least, greatest) = (Out::new(least, "least")?, Out::new(greatest, "greatest")?);
         let backend = backend()?;
@@ -102,38 +93,25 @@ pub extern "C" fn xdal_device_get_stream_priority_range(
 /// Writes 1 to `can_access` if `device` can address `peer`'s memory
 /// directly, else 0 (a device is not its own peer).
 #[no_mangle]
-pub extern "C" fn xdal_device_can_access_peer(
-    can_access: *mut c_int,
-    device: c_int,
-    peer: c_int,
-) -> xdal_status_t {
+pub extern "C" fn xdal_device_can_access_peer(can_access: *mut c_int, device: c_int, peer: c_int) -> xdal_status_t {
     boundary("xdal_device_can_access_peer", || {
         let can_access = Out::new(can_access, "can_access")?;
         let backend = backend()?;
         backend.device(device)?;
         backend.device(peer)?;
-        let mut value = 0;
-        call!(backend, device_can_access_peer(device, peer, &mut value))?;
-        can_access.write(value);
+        can_access.write(crate::fallback::device::can_access_peer(backend, device, peer)?);
         Ok(())
     })
 }
 
 /// Writes the free and total memory of the current device, in bytes.
 #[no_mangle]
-pub extern "C" fn xdal_mem_get_info(
-    free_bytes: *mut usize,
-    total_bytes: *mut usize,
-) -> xdal_status_t {
+pub extern "C" fn xdal_mem_get_info(free_bytes: *mut usize, total_bytes: *mut usize) -> xdal_status_t {
     boundary("xdal_mem_get_info", || {
-        let (free_out, total_out) = (
-            Out::new(free_bytes, "free_bytes")?,
-            Out::new(total_bytes, "total_bytes")?,
-        );
+        let (free_out, total_out) = (Out::new(free_bytes, "free_bytes")?, Out::new(total_bytes, "total_bytes")?);
         let backend = backend()?;
         let device = backend.device(current_device())?;
-        let (mut free, mut total) = (0, 0);
-        call!(backend, mem_get_info(device, &mut free, &mut total))?;
+        let (free, total) = crate::fallback::device::mem_info(backend, device)?;
         free_out.write(free);
         total_out.write(total);
         Ok(())

@@ -1,7 +1,7 @@
 //! Events: points in a stream's work, with timestamps when timing is on.
 use crate::backend::{backend, call};
 use crate::error::{bail, boundary, err, Out};
-use crate::objects::{EventObj, EVENTS};
+use crate::objects::{insert_handle, EventObj, EVENTS};
 use crate::threads::current_device;
 use xdal_abi::*;
 
@@ -17,9 +17,7 @@ pub extern "C" fn xdal_event_create(event: *mut xdal_event_t, flags: u32) -> xda
         let backend = backend()?;
         let device = backend.device(current_device())?;
         let object = EventObj::create(backend, device, flags)?;
-        let handle = EVENTS
-            .insert(object)
-            .ok_or_else(|| err!(XDAL_ERROR_OUT_OF_MEMORY, "too many live events"))?;
+        let handle = insert_handle(&EVENTS, object, "events")?;
         out.write(handle as xdal_event_t);
         Ok(())
     })
@@ -31,10 +29,7 @@ pub extern "C" fn xdal_event_create(event: *mut xdal_event_t, flags: u32) -> xda
 pub extern "C" fn xdal_event_destroy(event: xdal_event_t) -> xdal_status_t {
     boundary("xdal_event_destroy", || {
         EVENTS.remove(event as usize).map(drop).ok_or_else(|| {
-            err!(
-                XDAL_ERROR_INVALID_HANDLE,
-                "{event:p} is not a live event (destroyed, or not an event handle)"
-            )
+            err!(XDAL_ERROR_INVALID_HANDLE, "{event:p} is not a live event (destroyed, or not an event handle)")
         })
     })
 }
@@ -47,7 +42,7 @@ pub extern "C" fn xdal_event_record(event: xdal_event_t, stream: xdal_stream_t) 
     boundary("xdal_event_record", || {
         let event = crate::objects::event(event)?;
         let stream = crate::objects::stream(stream)?;
-        call!(backend()?, event_record(event.native, stream.native))
+        crate::fallback::event::record(backend()?, &event, &stream)
     })
 }
 
@@ -75,20 +70,11 @@ pub extern "C" fn xdal_event_synchronize(event: xdal_event_t) -> xdal_status_t {
 /// timed (no `XDAL_EVENT_DISABLE_TIMING`) and recorded, else
 /// `XDAL_ERROR_INVALID_VALUE`; `XDAL_ERROR_NOT_READY` while either is pending.
 #[no_mangle]
-pub extern "C" fn xdal_event_elapsed_time(
-    ms: *mut f32,
-    start: xdal_event_t,
-    end: xdal_event_t,
-) -> xdal_status_t {
+pub extern "C" fn xdal_event_elapsed_time(ms: *mut f32, start: xdal_event_t, end: xdal_event_t) -> xdal_status_t {
     boundary("xdal_event_elapsed_time", || {
         let out = Out::new(ms, "ms")?;
         let (start, end) = (crate::objects::event(start)?, crate::objects::event(end)?);
-        let mut value = 0.0f32;
-        call!(
-            backend()?,
-            event_elapsed_time(&mut value, start.native, end.native)
-        )?;
-        out.write(value);
+        out.write(crate::fallback::event::elapsed_ms(backend()?, &start, &end)?);
         Ok(())
     })
 }

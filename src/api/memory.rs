@@ -3,6 +3,8 @@
 use crate::api::device::check_struct_size;
 use crate::backend::{backend, call, Backend};
 use crate::error::{bail, boundary, err, Error, Out, XResult};
+use crate::fallback::memory::count_alloc;
+use crate::fallback::stats;
 use crate::registry::{Allocation, Memory, REGISTRY};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
@@ -12,11 +14,7 @@ use xdal_abi::*;
 pub(crate) fn address_device(backend: &Backend, addr: usize) -> Option<c_int> {
     backend.table.address_get_device?;
     let mut device = -1;
-    call!(
-        backend,
-        address_get_device(addr as *const c_void, &mut device)
-    )
-    .ok()?;
+    call!(backend, address_get_device(addr as *const c_void, &mut device)).ok()?;
     (device >= 0).then_some(device)
 }
 
@@ -31,26 +29,14 @@ fn not_freeable(backend: &Backend, ptr: *mut c_void, wanted: Memory) -> Error {
             a.base
         ),
         Some(a) if a.memory == Memory::Host => {
-            err!(
-                XDAL_ERROR_INVALID_POINTER,
-                "{ptr:p} is pinned host memory: free it with xdal_free_host"
-            )
+            err!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is pinned host memory: free it with xdal_free_host")
         }
-        Some(_) => err!(
-            XDAL_ERROR_INVALID_POINTER,
-            "{ptr:p} is device memory: free it with xdal_free"
-        ),
+        Some(_) => err!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is device memory: free it with xdal_free"),
         None => match (address_device(backend, addr), wanted) {
             (Some(device), _) => {
-                err!(
-                    XDAL_ERROR_INVALID_POINTER,
-                    "{ptr:p} is not a live allocation of device {device} (freed already?)"
-                )
+                err!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is not a live allocation of device {device} (freed already?)")
             }
-            (None, Memory::Host) => err!(
-                XDAL_ERROR_INVALID_POINTER,
-                "{ptr:p} is not memory from xdal_malloc_host"
-            ),
+            (None, Memory::Host) => err!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is not memory from xdal_malloc_host"),
             (None, _) => err!(
                 XDAL_ERROR_INVALID_POINTER,
                 "{ptr:p} is not device memory from xdal_malloc (a host pointer, or freed already?)"
@@ -79,15 +65,10 @@ pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status
         let backend = backend()?;
         let device = backend.device(current_device())?;
         let mut addr = std::ptr::null_mut();
-        call!(backend, malloc(device, size, &mut addr))?;
-        REGISTRY.insert(Allocation {
-            base: addr as usize,
-            size,
-            memory: Memory::Device {
-                device,
-                pooled: false,
-            },
-        });
+        let result = call!(backend, mem_alloc(device, size, &mut addr));
+        count_alloc(device, size, &result);
+        result?;
+        REGISTRY.insert(Allocation { base: addr as usize, size, memory: Memory::Device { device, pooled: false } });
         out.write(addr);
         Ok(())
     })
@@ -104,17 +85,12 @@ pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
         }
         let backend = backend()?;
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
-            return Err(not_freeable(
-                backend,
-                ptr,
-                Memory::Device {
-                    device: 0,
-                    pooled: false,
-                },
-            ));
+            return Err(not_freeable(backend, ptr, Memory::Device { device: 0, pooled: false }));
         };
         let device = allocation.device().unwrap_or_default();
-        call!(backend, free(device, ptr)).inspect_err(|_| REGISTRY.insert(allocation))
+        call!(backend, mem_free(device, ptr)).inspect_err(|_| REGISTRY.insert(allocation))?;
+        stats::freed(device, allocation.size);
+        Ok(())
     })
 }
 
@@ -126,13 +102,8 @@ pub extern "C" fn xdal_malloc_host(ptr: *mut *mut c_void, size: usize) -> xdal_s
         let out = Out::new(ptr, "ptr")?;
         check_size(size)?;
         let backend = backend()?;
-        let mut addr = std::ptr::null_mut();
-        call!(backend, malloc_host(size, &mut addr))?;
-        REGISTRY.insert(Allocation {
-            base: addr as usize,
-            size,
-            memory: Memory::Host,
-        });
+        let addr = crate::fallback::memory::alloc_host(backend, size)?;
+        REGISTRY.insert(Allocation { base: addr as usize, size, memory: Memory::Host });
         out.write(addr);
         Ok(())
     })
@@ -147,11 +118,10 @@ pub extern "C" fn xdal_free_host(ptr: *mut c_void) -> xdal_status_t {
             return Ok(());
         }
         let backend = backend()?;
-        let Some(allocation) = REGISTRY.remove_if(ptr as usize, |a| a.memory == Memory::Host)
-        else {
+        let Some(allocation) = REGISTRY.remove_if(ptr as usize, |a| a.memory == Memory::Host) else {
             return Err(not_freeable(backend, ptr, Memory::Host));
         };
-        call!(backend, free_host(ptr)).inspect_err(|_| REGISTRY.insert(allocation))
+        crate::fallback::memory::free_host(backend, ptr, allocation.size).inspect_err(|_| REGISTRY.insert(allocation))
     })
 }
 
@@ -159,30 +129,15 @@ pub extern "C" fn xdal_free_host(ptr: *mut c_void) -> xdal_status_t {
 /// stream-ordered pool: usable by work enqueued on `stream` after this call
 /// (and by any work once the stream has reached this point).
 #[no_mangle]
-pub extern "C" fn xdal_malloc_async(
-    ptr: *mut *mut c_void,
-    size: usize,
-    stream: xdal_stream_t,
-) -> xdal_status_t {
+pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: xdal_stream_t) -> xdal_status_t {
     boundary("xdal_malloc_async", || {
         let out = Out::new(ptr, "ptr")?;
         check_size(size)?;
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
-        let mut addr = std::ptr::null_mut();
-        call!(
-            backend,
-            malloc_async(stream.device, size, stream.native, &mut addr)
-        )?;
-        let memory = Memory::Device {
-            device: stream.device,
-            pooled: true,
-        };
-        REGISTRY.insert(Allocation {
-            base: addr as usize,
-            size,
-            memory,
-        });
+        let addr = crate::fallback::memory::alloc_async(backend, &stream, size)?;
+        let memory = Memory::Device { device: stream.device, pooled: true };
+        REGISTRY.insert(Allocation { base: addr as usize, size, memory });
         out.write(addr);
         Ok(())
     })
@@ -200,18 +155,13 @@ pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xd
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
-            return Err(not_freeable(
-                backend,
-                ptr,
-                Memory::Device {
-                    device: 0,
-                    pooled: true,
-                },
-            ));
+            return Err(not_freeable(backend, ptr, Memory::Device { device: 0, pooled: true }));
         };
         let device = allocation.device().unwrap_or_default();
-        call!(backend, free_async(device, ptr, stream.native))
-            .inspect_err(|_| REGISTRY.insert(allocation))
+        crate::fallback::memory::free_async(backend, &stream, device, ptr)
+            .inspect_err(|_| REGISTRY.insert(allocation))?;
+        stats::freed(device, allocation.size);
+        Ok(())
     })
 }
 
@@ -238,9 +188,7 @@ pub extern "C" fn xdal_pointer_get_attributes(
             value.base = a.base as *mut c_void;
             value.size = a.size;
             (value.type_, value.device) = match a.memory {
-                Memory::Device { device, .. } => {
-                    (xdal_memory_type::XDAL_MEMORY_TYPE_DEVICE, device)
-                }
+                Memory::Device { device, .. } => (xdal_memory_type::XDAL_MEMORY_TYPE_DEVICE, device),
                 Memory::Host => (xdal_memory_type::XDAL_MEMORY_TYPE_HOST, -1),
             };
         }
@@ -259,11 +207,7 @@ pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t
         check_struct_size(&stats, "stats")?;
         let backend = backend()?;
         backend.device(device)?;
-        let mut value = xdal_mem_stats_t {
-            struct_size: std::mem::size_of::<xdal_mem_stats_t>(),
-            ..Default::default()
-        };
-        call!(backend, mem_get_stats(device, &mut value))?;
+        let value = crate::fallback::device::mem_stats(backend, device)?;
         // SAFETY: the caller's struct holds `struct_size` bytes, checked above.
         unsafe { write_sized(stats.as_ptr(), &value) };
         Ok(())
@@ -275,7 +219,7 @@ pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t
 pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
     boundary("xdal_mem_reset_peak_stats", || {
         let backend = backend()?;
-        call!(backend, mem_reset_peak_stats(backend.device(device)?))
+        crate::fallback::device::reset_peak(backend, backend.device(device)?)
     })
 }
 
@@ -285,6 +229,6 @@ pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
 pub extern "C" fn xdal_mem_empty_cache(device: c_int) -> xdal_status_t {
     boundary("xdal_mem_empty_cache", || {
         let backend = backend()?;
-        call!(backend, mem_empty_cache(backend.device(device)?))
+        crate::fallback::device::empty_cache(backend, backend.device(device)?)
     })
 }

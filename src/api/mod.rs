@@ -10,6 +10,7 @@
 mod copy;
 mod device;
 mod event;
+mod kernel;
 mod memory;
 mod status;
 mod stream;
@@ -17,6 +18,7 @@ mod stream;
 pub use copy::*;
 pub use device::*;
 pub use event::*;
+pub use kernel::*;
 pub use memory::*;
 pub use status::*;
 pub use stream::*;

@@ -1,6 +1,6 @@
 //! Versions, status names, the last error message, initialisation.
 use crate::backend::backend;
-use crate::error::{boundary, with_last_error, Out};
+use crate::error::{boundary, set_last_error, with_last_error, Out};
 use std::ffi::{c_char, CStr};
 use std::panic::catch_unwind;
 use xdal_abi::*;
@@ -8,17 +8,9 @@ use xdal_abi::*;
 /// Writes the library's version (1.0.0 for this release). All three outputs
 /// are required.
 #[no_mangle]
-pub extern "C" fn xdal_get_version(
-    major: *mut u32,
-    minor: *mut u32,
-    patch: *mut u32,
-) -> xdal_status_t {
+pub extern "C" fn xdal_get_version(major: *mut u32, minor: *mut u32, patch: *mut u32) -> xdal_status_t {
     boundary("xdal_get_version", || {
-        let (major, minor, patch) = (
-            Out::new(major, "major")?,
-            Out::new(minor, "minor")?,
-            Out::new(patch, "patch")?,
-        );
+        let (major, minor, patch) = (Out::new(major, "major")?, Out::new(minor, "minor")?, Out::new(patch, "patch")?);
         major.write(XDAL_VERSION_MAJOR);
         minor.write(XDAL_VERSION_MINOR);
         patch.write(XDAL_VERSION_PATCH);
@@ -62,15 +54,12 @@ pub extern "C" fn xdal_status_string(status: xdal_status_raw) -> *const c_char {
 /// length including the NUL. A message longer than `len - 1` is cut, and
 /// still NUL-terminated. `buf` may be NULL when `len` is 0.
 #[no_mangle]
-pub extern "C" fn xdal_get_last_error_message(
-    buf: *mut c_char,
-    len: usize,
-    needed: *mut usize,
-) -> xdal_status_t {
-    // Reading the message must not overwrite it, so failures of this call
-    // itself do not go through `boundary`'s message.
+pub extern "C" fn xdal_get_last_error_message(buf: *mut c_char, len: usize, needed: *mut usize) -> xdal_status_t {
+    // Not through `boundary`: reading the message must not copy or touch
+    // it on success; only this call's own failure replaces it.
     let outcome = catch_unwind(|| {
         if buf.is_null() && len > 0 {
+            set_last_error("xdal_get_last_error_message", &format!("buf is NULL but len is {len}"));
             return xdal_status::XDAL_ERROR_NULL_POINTER;
         }
         with_last_error(|message| {
@@ -106,8 +95,7 @@ pub extern "C" fn xdal_init() -> xdal_status_t {
 /// "none" when no backend could start. Never NULL.
 #[no_mangle]
 pub extern "C" fn xdal_backend_name() -> *const c_char {
-    catch_unwind(|| backend().map_or(c"none".as_ptr(), |b| b.name.as_ptr()))
-        .unwrap_or(c"none".as_ptr())
+    catch_unwind(|| backend().map_or(c"none".as_ptr(), |b| b.name.as_ptr())).unwrap_or(c"none".as_ptr())
 }
 
 #[cfg(test)]
@@ -117,10 +105,7 @@ mod tests {
     #[test]
     fn every_status_has_its_c_name() {
         for status in xdal_status::ALL {
-            assert_eq!(
-                status_cstr(status as xdal_status_raw).to_str().unwrap(),
-                status.name()
-            );
+            assert_eq!(status_cstr(status as xdal_status_raw).to_str().unwrap(), status.name());
         }
         assert_eq!(status_cstr(99).to_str().unwrap(), "XDAL_UNKNOWN_STATUS");
         assert_eq!(status_cstr(-1).to_str().unwrap(), "XDAL_UNKNOWN_STATUS");

@@ -1,7 +1,7 @@
 //! Streams: in-order queues of work on one device.
 use crate::backend::{backend, call};
 use crate::error::{bail, boundary, err, require, Out};
-use crate::objects::{StreamObj, STREAMS};
+use crate::objects::{insert_handle, StreamObj, STREAMS};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
 use xdal_abi::*;
@@ -10,11 +10,7 @@ use xdal_abi::*;
 /// or `XDAL_STREAM_NON_BLOCKING`; `priority` within
 /// `xdal_device_get_stream_priority_range` (lower is more urgent).
 #[no_mangle]
-pub extern "C" fn xdal_stream_create(
-    stream: *mut xdal_stream_t,
-    flags: u32,
-    priority: c_int,
-) -> xdal_status_t {
+pub extern "C" fn xdal_stream_create(stream: *mut xdal_stream_t, flags: u32, priority: c_int) -> xdal_status_t {
     boundary("xdal_stream_create", || {
         let out = Out::new(stream, "stream")?;
         if flags & !XDAL_STREAM_FLAGS_ALL != 0 {
@@ -30,9 +26,7 @@ pub extern "C" fn xdal_stream_create(
             );
         }
         let object = StreamObj::create(backend, device, flags, priority)?;
-        let handle = STREAMS
-            .insert(object)
-            .ok_or_else(|| err!(XDAL_ERROR_OUT_OF_MEMORY, "too many live streams"))?;
+        let handle = insert_handle(&STREAMS, object, "streams")?;
         out.write(handle as xdal_stream_t);
         Ok(())
     })
@@ -45,16 +39,10 @@ pub extern "C" fn xdal_stream_create(
 pub extern "C" fn xdal_stream_destroy(stream: xdal_stream_t) -> xdal_status_t {
     boundary("xdal_stream_destroy", || {
         if stream.is_null() {
-            bail!(
-                XDAL_ERROR_INVALID_HANDLE,
-                "the default stream (NULL) cannot be destroyed"
-            );
+            bail!(XDAL_ERROR_INVALID_HANDLE, "the default stream (NULL) cannot be destroyed");
         }
         STREAMS.remove(stream as usize).map(drop).ok_or_else(|| {
-            err!(
-                XDAL_ERROR_INVALID_HANDLE,
-                "{stream:p} is not a live stream (destroyed, or not a stream handle)"
-            )
+            err!(XDAL_ERROR_INVALID_HANDLE, "{stream:p} is not a live stream (destroyed, or not a stream handle)")
         })
     })
 }
@@ -66,6 +54,7 @@ pub extern "C" fn xdal_stream_destroy(stream: xdal_stream_t) -> xdal_status_t {
 pub extern "C" fn xdal_stream_query(stream: xdal_stream_t) -> xdal_status_t {
     boundary("xdal_stream_query", || {
         let stream = crate::objects::stream(stream)?;
+        stream.fallback_error()?;
         call!(backend()?, stream_query(stream.native))
     })
 }
@@ -76,30 +65,25 @@ pub extern "C" fn xdal_stream_query(stream: xdal_stream_t) -> xdal_status_t {
 pub extern "C" fn xdal_stream_synchronize(stream: xdal_stream_t) -> xdal_status_t {
     boundary("xdal_stream_synchronize", || {
         let stream = crate::objects::stream(stream)?;
-        call!(backend()?, stream_synchronize(stream.native))
+        call!(backend()?, stream_synchronize(stream.native))?;
+        stream.fallback_error()
     })
 }
 
 /// Makes work enqueued on `stream` after this call wait until `event`'s
 /// point, as recorded now, is reached. A never-recorded event is no wait.
 #[no_mangle]
-pub extern "C" fn xdal_stream_wait_event(
-    stream: xdal_stream_t,
-    event: xdal_event_t,
-) -> xdal_status_t {
+pub extern "C" fn xdal_stream_wait_event(stream: xdal_stream_t, event: xdal_event_t) -> xdal_status_t {
     boundary("xdal_stream_wait_event", || {
         let stream = crate::objects::stream(stream)?;
         let event = crate::objects::event(event)?;
-        call!(backend()?, stream_wait_event(stream.native, event.native))
+        crate::fallback::stream::wait_event(backend()?, &stream, &event)
     })
 }
 
 /// Writes the stream's priority.
 #[no_mangle]
-pub extern "C" fn xdal_stream_get_priority(
-    stream: xdal_stream_t,
-    priority: *mut c_int,
-) -> xdal_status_t {
+pub extern "C" fn xdal_stream_get_priority(stream: xdal_stream_t, priority: *mut c_int) -> xdal_status_t {
     boundary("xdal_stream_get_priority", || {
         let out = Out::new(priority, "priority")?;
         out.write(crate::objects::stream(stream)?.priority);
@@ -109,10 +93,7 @@ pub extern "C" fn xdal_stream_get_priority(
 
 /// Writes the device the stream belongs to.
 #[no_mangle]
-pub extern "C" fn xdal_stream_get_device(
-    stream: xdal_stream_t,
-    device: *mut c_int,
-) -> xdal_status_t {
+pub extern "C" fn xdal_stream_get_device(stream: xdal_stream_t, device: *mut c_int) -> xdal_status_t {
     boundary("xdal_stream_get_device", || {
         let out = Out::new(device, "device")?;
         out.write(crate::objects::stream(stream)?.device);

@@ -1,0 +1,204 @@
+//! Kernels: modules, functions and launches.
+use crate::backend::{backend, call, Backend};
+use crate::error::{bail, boundary, require, Out, XResult};
+use crate::objects::{insert_handle, FunctionObj, ModuleObj, FUNCTIONS, MODULES};
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::Mutex;
+use xdal_abi::*;
+
+fn publish_module(backend: &'static Backend, native: xdal_backend_module_t, out: Out<xdal_module_t>) -> XResult<()> {
+    let handle = insert_handle(&MODULES, ModuleObj::new(backend, native), "modules")?;
+    out.write(handle as xdal_module_t);
+    Ok(())
+}
+
+/// Loads a module from a file: on the fake backend a host shared library
+/// whose kernels have the `xdal_host_kernel_t` signature (see
+/// docs/kernels.md); on a GPU backend the device's binary format.
+/// `XDAL_ERROR_NOT_FOUND` if the file does not exist,
+/// `XDAL_ERROR_INVALID_VALUE` if it is not a module.
+#[no_mangle]
+pub extern "C" fn xdal_module_load(module: *mut xdal_module_t, path: *const c_char) -> xdal_status_t {
+    boundary("xdal_module_load", || {
+        let out = Out::new(module, "module")?;
+        require(path, "path")?;
+        let backend = backend()?;
+        let mut native = std::ptr::null_mut();
+        call!(backend, module_load(path, &mut native))?;
+        publish_module(backend, native, out)
+    })
+}
+
+/// Loads a module from `bytes` (> 0) bytes of memory holding what a module
+/// file holds.
+#[no_mangle]
+pub extern "C" fn xdal_module_load_data(
+    module: *mut xdal_module_t,
+    image: *const c_void,
+    bytes: usize,
+) -> xdal_status_t {
+    boundary("xdal_module_load_data", || {
+        let out = Out::new(module, "module")?;
+        require(image, "image")?;
+        if bytes == 0 {
+            bail!(XDAL_ERROR_INVALID_VALUE, "bytes is 0");
+        }
+        let backend = backend()?;
+        let mut native = std::ptr::null_mut();
+        call!(backend, module_load_data(image, bytes, &mut native))?;
+        publish_module(backend, native, out)
+    })
+}
+
+/// Writes the module of the backend's built-in kernels (`fill_<t>`,
+/// `cast_<s>_<d>`, `add_<t>`, `mul_<t>`, `sum_<t>`, `matmul_<t>`). Each call
+/// gives a new handle; unload it when done.
+#[no_mangle]
+pub extern "C" fn xdal_module_get_builtin(module: *mut xdal_module_t) -> xdal_status_t {
+    boundary("xdal_module_get_builtin", || {
+        let out = Out::new(module, "module")?;
+        let backend = backend()?;
+        let mut native = std::ptr::null_mut();
+        call!(backend, module_get_builtin(&mut native))?;
+        publish_module(backend, native, out)
+    })
+}
+
+/// Unloads a module: its handle, and the handles of functions taken from
+/// it, are invalid from now on. Launches still queued finish first, with
+/// the module kept alive for them.
+#[no_mangle]
+pub extern "C" fn xdal_module_unload(module: xdal_module_t) -> xdal_status_t {
+    boundary("xdal_module_unload", || {
+        crate::objects::module(module)?;
+        let Some(object) = MODULES.remove(module as usize) else {
+            bail!(XDAL_ERROR_INVALID_HANDLE, "{module:p} was unloaded by another thread");
+        };
+        object.forget_functions();
+        Ok(())
+    })
+}
+
+/// Writes the kernel called `name` in `module`; `XDAL_ERROR_NOT_FOUND` if
+/// there is none. Asking twice gives the same handle.
+#[no_mangle]
+pub extern "C" fn xdal_module_get_function(
+    function: *mut xdal_function_t,
+    module: xdal_module_t,
+    name: *const c_char,
+) -> xdal_status_t {
+    boundary("xdal_module_get_function", || {
+        let out = Out::new(function, "function")?;
+        require(name, "name")?;
+        let module = crate::objects::module(module)?;
+        // SAFETY: non-NULL; the caller passes a NUL-terminated string.
+        let name = unsafe { CStr::from_ptr(name) };
+        out.write(module.function(name)? as xdal_function_t);
+        Ok(())
+    })
+}
+
+/// Host kernels already wrapped, so one kernel is one handle for the life
+/// of the process.
+static HOST_FUNCTIONS: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
+
+/// Wraps a host function as a kernel, for backends that run host code (the
+/// fake backend); others return `XDAL_ERROR_NOT_SUPPORTED`. Wrapping the
+/// same function twice gives the same handle.
+#[no_mangle]
+pub extern "C" fn xdal_function_from_host(function: *mut xdal_function_t, kernel: xdal_host_kernel_t) -> xdal_status_t {
+    boundary("xdal_function_from_host", || {
+        let out = Out::new(function, "function")?;
+        let Some(code) = kernel else { bail!(XDAL_ERROR_NULL_POINTER, "kernel is NULL") };
+        let backend = backend()?;
+        let mut cache = HOST_FUNCTIONS.lock().unwrap_or_else(|e| e.into_inner());
+        let cache = cache.get_or_insert_with(HashMap::new);
+        let key = code as usize;
+        if let Some(&handle) = cache.get(&key) {
+            out.write(handle as xdal_function_t);
+            return Ok(());
+        }
+        let mut native = std::ptr::null_mut();
+        call!(backend, function_from_host(kernel, &mut native))?;
+        let handle = insert_handle(&FUNCTIONS, FunctionObj::new(backend, native), "functions")?;
+        cache.insert(key, handle);
+        out.write(handle as xdal_function_t);
+        Ok(())
+    })
+}
+
+/// The largest total size of a launch's arguments, as on CUDA.
+const MAX_ARG_BYTES: usize = 4096;
+
+fn check_dims(what: &str, dims: xdal_dim3_t, limit: [u32; 3]) -> XResult<()> {
+    let given = [dims.x, dims.y, dims.z];
+    for (axis, (&n, &max)) in ["x", "y", "z"].iter().zip(given.iter().zip(&limit)) {
+        if n == 0 || n > max {
+            bail!(XDAL_ERROR_INVALID_VALUE, "{what}.{axis} is {n}: it must be from 1 to {max}");
+        }
+    }
+    Ok(())
+}
+
+/// Enqueues `function` on `stream` over a `grid` of blocks of `block`
+/// threads, each block with `shared_mem_bytes` of shared memory. The
+/// argument values are copied now: the caller may reuse them as soon as
+/// this returns. Zero or too large dimensions, too much shared memory, or
+/// argument sizes a built-in kernel does not take are
+/// `XDAL_ERROR_INVALID_VALUE`. A kernel that fails makes the stream report
+/// `XDAL_ERROR_LAUNCH_FAILED` at its next synchronize or query.
+#[no_mangle]
+pub extern "C" fn xdal_launch_kernel(
+    function: xdal_function_t,
+    grid: xdal_dim3_t,
+    block: xdal_dim3_t,
+    shared_mem_bytes: usize,
+    stream: xdal_stream_t,
+    args: *const xdal_kernel_arg_t,
+    num_args: usize,
+) -> xdal_status_t {
+    boundary("xdal_launch_kernel", || {
+        let function = crate::objects::function(function)?;
+        let stream = crate::objects::stream(stream)?;
+        let backend = backend()?;
+        let props = &backend.properties[stream.device as usize];
+        check_dims("grid", grid, props.max_grid_dim)?;
+        check_dims("block", block, props.max_block_dim)?;
+        let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
+        if threads > u64::from(props.max_threads_per_block) {
+            bail!(
+                XDAL_ERROR_INVALID_VALUE,
+                "a block of {threads} threads exceeds the device's {} per block",
+                props.max_threads_per_block
+            );
+        }
+        if shared_mem_bytes as u64 > props.shared_mem_per_block {
+            bail!(
+                XDAL_ERROR_INVALID_VALUE,
+                "{shared_mem_bytes} bytes of shared memory exceed the device's {} per block",
+                props.shared_mem_per_block
+            );
+        }
+        let args: &[xdal_kernel_arg_t] = if num_args == 0 {
+            &[]
+        } else {
+            require(args, "args")?;
+            // SAFETY: non-NULL; the caller passes `num_args` entries.
+            unsafe { std::slice::from_raw_parts(args, num_args) }
+        };
+        let mut total = 0usize;
+        for (i, arg) in args.iter().enumerate() {
+            require(arg.value, &format!("args[{i}].value"))?;
+            if arg.size == 0 {
+                bail!(XDAL_ERROR_INVALID_VALUE, "args[{i}].size is 0");
+            }
+            total = total.saturating_add(arg.size);
+        }
+        if total > MAX_ARG_BYTES {
+            bail!(XDAL_ERROR_INVALID_VALUE, "the arguments take {total} bytes; at most {MAX_ARG_BYTES} are allowed");
+        }
+        let args_ptr = if args.is_empty() { std::ptr::null() } else { args.as_ptr() };
+        call!(backend, launch_kernel(function.native, grid, block, shared_mem_bytes, stream.native, args_ptr, num_args))
+    })
+}

@@ -1,0 +1,72 @@
+//! Device-level fallbacks.
+use crate::backend::{call, Backend};
+use crate::error::XResult;
+use crate::fallback::stats;
+use crate::objects::STREAMS;
+use std::ffi::c_int;
+use xdal_abi::xdal_mem_stats_t;
+
+/// Waits for every stream of `device`. Fallback: synchronize each stream
+/// the front created there, the default stream included.
+pub(crate) fn synchronize(backend: &'static Backend, device: c_int) -> XResult<()> {
+    if backend.table.device_synchronize.is_some() {
+        return call!(backend, device_synchronize(device));
+    }
+    let mut first = Ok(());
+    let streams = STREAMS.values().into_iter().filter(|s| s.device == device);
+    for stream in streams.chain(backend.existing_default_stream(device).cloned()) {
+        let result = call!(backend, stream_synchronize(stream.native)).and(stream.fallback_error());
+        first = first.and(result);
+    }
+    first
+}
+
+/// Whether `device` reaches `peer`'s memory directly. Fallback: no.
+pub(crate) fn can_access_peer(backend: &'static Backend, device: c_int, peer: c_int) -> XResult<c_int> {
+    if backend.table.device_can_access_peer.is_none() {
+        return Ok(0);
+    }
+    let mut value = 0;
+    call!(backend, device_can_access_peer(device, peer, &mut value))?;
+    Ok(value)
+}
+
+/// Free and total bytes. Fallback: the capacity from the properties, minus
+/// what the front saw allocated.
+pub(crate) fn mem_info(backend: &'static Backend, device: c_int) -> XResult<(usize, usize)> {
+    if backend.table.mem_get_info.is_none() {
+        let total = backend.properties[device as usize].total_memory;
+        let used = stats::snapshot(device).allocated_bytes;
+        return Ok((total.saturating_sub(used) as usize, total as usize));
+    }
+    let (mut free, mut total) = (0, 0);
+    call!(backend, mem_get_info(device, &mut free, &mut total))?;
+    Ok((free, total))
+}
+
+/// Allocator statistics. Fallback: the front's own counts.
+pub(crate) fn mem_stats(backend: &'static Backend, device: c_int) -> XResult<xdal_mem_stats_t> {
+    if backend.table.mem_get_stats.is_none() {
+        return Ok(stats::snapshot(device));
+    }
+    let mut value = xdal_mem_stats_t { struct_size: std::mem::size_of::<xdal_mem_stats_t>(), ..Default::default() };
+    call!(backend, mem_get_stats(device, &mut value))?;
+    Ok(value)
+}
+
+/// Resets the peak. Fallback: the front's own counts.
+pub(crate) fn reset_peak(backend: &'static Backend, device: c_int) -> XResult<()> {
+    if backend.table.mem_reset_peak_stats.is_none() {
+        stats::reset_peak(device);
+        return Ok(());
+    }
+    call!(backend, mem_reset_peak_stats(device))
+}
+
+/// Releases cached memory. Fallback: nothing is cached.
+pub(crate) fn empty_cache(backend: &'static Backend, device: c_int) -> XResult<()> {
+    if backend.table.mem_empty_cache.is_none() {
+        return Ok(());
+    }
+    call!(backend, mem_empty_cache(device))
+}

@@ -1,0 +1,53 @@
+//! Event timing for backends without `event_elapsed_time`: a host function
+//! enqueued at each record notes the host time at which the stream got
+//! there.
+use crate::backend::{call, Backend};
+use crate::error::{bail, XResult};
+use crate::fallback::stream::enqueue;
+use crate::objects::{EventObj, StreamObj};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+use xdal_abi::*;
+
+fn now_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Records the event. With the fallback, a timed event also gets a stamp.
+pub(crate) fn record(backend: &'static Backend, event: &EventObj, stream: &Arc<StreamObj>) -> XResult<()> {
+    call!(backend, event_record(event.native, stream.native))?;
+    if backend.table.event_elapsed_time.is_some() || event.flags & XDAL_EVENT_DISABLE_TIMING != 0 {
+        return Ok(());
+    }
+    let stamp = Arc::new(AtomicU64::new(0));
+    *event.stamp.lock().unwrap_or_else(|e| e.into_inner()) = Some(stamp.clone());
+    // 0 means "not reached yet", so a stamp is the time plus one.
+    let stamp_when_reached = move || {
+        stamp.store(now_ns() + 1, Ordering::Release);
+        Ok(())
+    };
+    enqueue(backend, stream, Box::new(stamp_when_reached))
+}
+
+/// Milliseconds between two events.
+pub(crate) fn elapsed_ms(backend: &'static Backend, start: &EventObj, end: &EventObj) -> XResult<f32> {
+    if backend.table.event_elapsed_time.is_some() {
+        let mut ms = 0.0f32;
+        call!(backend, event_elapsed_time(&mut ms, start.native, end.native))?;
+        return Ok(ms);
+    }
+    if (start.flags | end.flags) & XDAL_EVENT_DISABLE_TIMING != 0 {
+        bail!(XDAL_ERROR_INVALID_VALUE, "an event was created with XDAL_EVENT_DISABLE_TIMING");
+    }
+    let stamp = |event: &EventObj| event.stamp.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let (Some(a), Some(b)) = (stamp(start), stamp(end)) else {
+        bail!(XDAL_ERROR_INVALID_VALUE, "an event was never recorded");
+    };
+    let (a, b) = (a.load(Ordering::Acquire), b.load(Ordering::Acquire));
+    if a == 0 || b == 0 {
+        bail!(XDAL_ERROR_NOT_READY, "an event is not reached yet");
+    }
+    Ok((b as f64 - a as f64) as f32 / 1.0e6)
+}

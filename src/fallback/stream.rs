@@ -1,0 +1,97 @@
+//! Stream fallbacks: work the backend cannot enqueue itself runs as a host
+//! function on the stream, so it keeps its place in stream order.
+use crate::backend::{call, Backend};
+use crate::error::{Error, XResult};
+use crate::objects::{EventObj, StreamObj};
+use std::ffi::c_void;
+use std::sync::{Arc, Weak};
+use xdal_abi::*;
+
+type Work = Box<dyn FnOnce() -> XResult<()> + Send>;
+
+struct Queued {
+    work: Work,
+    /// Where a failure goes: the stream's sticky error, if it still exists.
+    stream: Weak<StreamObj>,
+}
+
+unsafe extern "C" fn run_queued(data: *mut c_void) {
+    // SAFETY: `data` is the Box leaked by `enqueue`, run exactly once.
+    let queued = unsafe { Box::from_raw(data as *mut Queued) };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(queued.work))
+        .unwrap_or_else(|_| Err(crate::error::err!(XDAL_ERROR_INTERNAL, "queued fallback work panicked")));
+    if let (Err(error), Some(stream)) = (result, queued.stream.upgrade()) {
+        let mut slot = stream.fallback_error.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(Error { status: xdal_status::XDAL_ERROR_LAUNCH_FAILED, ..error });
+    }
+}
+
+/// Enqueues `work` on `stream` through the backend's `launch_host_func`.
+pub(crate) fn enqueue(backend: &'static Backend, stream: &Arc<StreamObj>, work: Work) -> XResult<()> {
+    let data = Box::into_raw(Box::new(Queued { work, stream: Arc::downgrade(stream) }));
+    let result = call!(backend, launch_host_func(stream.native, Some(run_queued), data as *mut c_void));
+    if result.is_err() {
+        // SAFETY: the backend refused the function, so it will never run:
+        // the Box is still ours.
+        drop(unsafe { Box::from_raw(data) });
+    }
+    result
+}
+
+/// A pointer moved into queued work; validity is the caller's contract.
+struct SendPtr(*mut c_void);
+// SAFETY: a plain address, used only by the queued copy it was checked for.
+unsafe impl Send for SendPtr {}
+
+/// Enqueues a copy. Fallback: a host function doing the synchronous copy.
+pub(crate) fn copy_async(
+    backend: &'static Backend,
+    stream: &Arc<StreamObj>,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    kind: xdal_memcpy_kind,
+) -> XResult<()> {
+    if backend.table.mem_copy_async.is_some() {
+        return call!(backend, mem_copy_async(dst, src, bytes, kind, stream.native));
+    }
+    let (dst, src) = (SendPtr(dst), SendPtr(src as *mut c_void));
+    enqueue(
+        backend,
+        stream,
+        Box::new(move || {
+            let (dst, src) = (dst, src);
+            call!(backend, mem_copy(dst.0, src.0, bytes, kind))
+        }),
+    )
+}
+
+/// Enqueues a set. Fallback: a host function doing the synchronous set.
+pub(crate) fn set_async(
+    backend: &'static Backend,
+    stream: &Arc<StreamObj>,
+    dst: *mut c_void,
+    value: std::ffi::c_int,
+    bytes: usize,
+) -> XResult<()> {
+    if backend.table.mem_set_async.is_some() {
+        return call!(backend, mem_set_async(dst, value, bytes, stream.native));
+    }
+    let dst = SendPtr(dst);
+    enqueue(
+        backend,
+        stream,
+        Box::new(move || {
+            let dst = dst;
+            crate::fallback::memory::set(backend, dst.0, value, bytes)
+        }),
+    )
+}
+
+/// Makes the stream wait for an event. Fallback: wait on the host now.
+pub(crate) fn wait_event(backend: &'static Backend, stream: &StreamObj, event: &EventObj) -> XResult<()> {
+    if backend.table.stream_wait_event.is_some() {
+        return call!(backend, stream_wait_event(stream.native, event.native));
+    }
+    call!(backend, event_synchronize(event.native))
+}
