@@ -39,9 +39,5 @@ fn xdal_h_matches_the_sources() {
 
 #[test]
 fn xdal_backend_h_matches_the_sources() {
-    check(
-        "xdal_backend.h",
-        root().join("abi"),
-        root().join("abi/cbindgen-backend.toml"),
-    );
+    check("xdal_backend.h", root().join("abi"), root().join("abi/cbindgen-backend.toml"));
 }

@@ -10,18 +10,14 @@ use xdal::*;
 
 fn status_name(status: xdal_status_t) -> String {
     // SAFETY: xdal_status_string returns a static NUL-terminated string.
-    unsafe { CStr::from_ptr(xdal_status_string(status as xdal_status_raw)) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(xdal_status_string(status as xdal_status_raw)) }.to_string_lossy().into_owned()
 }
 
 fn last_error() -> String {
     let mut buf = [0 as std::ffi::c_char; 1024];
     xdal_get_last_error_message(buf.as_mut_ptr(), buf.len(), null_mut());
     // SAFETY: the buffer is NUL-terminated by xdal_get_last_error_message.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
 }
 
 /// A failed step: what went wrong, in words.
@@ -31,11 +27,7 @@ fn ok(status: xdal_status_t, what: &str) -> Step {
     if status == xdal_status::XDAL_SUCCESS {
         Ok(())
     } else {
-        Err(format!(
-            "{what} returned {}: {}",
-            status_name(status),
-            last_error()
-        ))
+        Err(format!("{what} returned {}: {}", status_name(status), last_error()))
     }
 }
 
@@ -43,11 +35,7 @@ fn expect(status: xdal_status_t, wanted: xdal_status_t, what: &str) -> Step {
     if status == wanted {
         Ok(())
     } else {
-        Err(format!(
-            "{what} returned {}, expected {}",
-            status_name(status),
-            status_name(wanted)
-        ))
+        Err(format!("{what} returned {}, expected {}", status_name(status), status_name(wanted)))
     }
 }
 
@@ -60,35 +48,15 @@ fn print_devices(count: c_int) -> Step {
         // SAFETY: all-zero bytes are a valid properties struct.
         let mut props: xdal_device_properties_t = unsafe { std::mem::zeroed() };
         props.struct_size = std::mem::size_of_val(&props);
-        ok(
-            xdal_device_get_properties(device, &mut props),
-            "xdal_device_get_properties",
-        )?;
+        ok(xdal_device_get_properties(device, &mut props), "xdal_device_get_properties")?;
         // SAFETY: the name is NUL-terminated by the library.
         let name = unsafe { CStr::from_ptr(props.name.as_ptr()) }.to_string_lossy();
         ok(xdal_device_set(device), "xdal_device_set")?;
         let (mut free, mut total) = (0usize, 0usize);
-        ok(
-            xdal_mem_get_info(&mut free, &mut total),
-            "xdal_mem_get_info",
-        )?;
-        println!(
-            "device {device}: {name}{}",
-            if props.is_simulated != 0 {
-                " (simulated)"
-            } else {
-                ""
-            }
-        );
-        println!(
-            "  memory         {} MiB total, {} MiB free",
-            total >> 20,
-            free >> 20
-        );
-        println!(
-            "  compute units  {}, warp size {}",
-            props.compute_units, props.warp_size
-        );
+        ok(xdal_mem_get_info(&mut free, &mut total), "xdal_mem_get_info")?;
+        println!("device {device}: {name}{}", if props.is_simulated != 0 { " (simulated)" } else { "" });
+        println!("  memory         {} MiB total, {} MiB free", total >> 20, free >> 20);
+        println!("  compute units  {}, warp size {}", props.compute_units, props.warp_size);
         println!(
             "  blocks         up to {} threads, dims {:?}, grid {:?}, {} KiB shared memory",
             props.max_threads_per_block,
@@ -105,23 +73,13 @@ fn smoke_devices(count: c_int) -> Step {
     let mut device = -1;
     ok(xdal_device_get(&mut device), "xdal_device_get")?;
     ensure(device == 0, "the current device is not 0")?;
-    expect(
-        xdal_device_set(count),
-        xdal_status::XDAL_ERROR_INVALID_DEVICE,
-        "xdal_device_set(count)",
-    )?;
+    expect(xdal_device_set(count), xdal_status::XDAL_ERROR_INVALID_DEVICE, "xdal_device_set(count)")?;
     let (mut least, mut greatest) = (0, 0);
-    ok(
-        xdal_device_get_stream_priority_range(&mut least, &mut greatest),
-        "xdal_device_get_stream_priority_range",
-    )?;
+    ok(xdal_device_get_stream_priority_range(&mut least, &mut greatest), "xdal_device_get_stream_priority_range")?;
     ensure(greatest <= least, "priority range is inverted")?;
     if count > 1 {
         let mut can = 0;
-        ok(
-            xdal_device_can_access_peer(&mut can, 0, 1),
-            "xdal_device_can_access_peer",
-        )?;
+        ok(xdal_device_can_access_peer(&mut can, 0, 1), "xdal_device_can_access_peer")?;
     }
     ok(xdal_device_synchronize(), "xdal_device_synchronize")
 }
@@ -135,40 +93,14 @@ fn smoke_memory() -> Step {
     ok(xdal_malloc(&mut b, N), "xdal_malloc")?;
     ok(xdal_malloc_host(&mut pinned, N), "xdal_malloc_host")?;
     let h2d = xdal_memcpy_kind::XDAL_MEMCPY_HOST_TO_DEVICE as u32;
-    ok(
-        xdal_memcpy(a, host.as_ptr().cast(), N, h2d),
-        "xdal_memcpy H2D",
-    )?;
-    ok(
-        xdal_memcpy(
-            b,
-            a,
-            N,
-            xdal_memcpy_kind::XDAL_MEMCPY_DEVICE_TO_DEVICE as u32,
-        ),
-        "xdal_memcpy D2D",
-    )?;
-    ok(
-        xdal_memcpy(pinned, b, N, xdal_memcpy_kind::XDAL_MEMCPY_DEFAULT as u32),
-        "xdal_memcpy D2H (inferred)",
-    )?;
-    ok(
-        xdal_memcpy(back.as_mut_ptr().cast(), pinned, N, 0),
-        "xdal_memcpy H2H",
-    )?;
-    ensure(
-        back == host,
-        "bytes changed on the way H2D -> D2D -> D2H -> H2H",
-    )?;
+    ok(xdal_memcpy(a, host.as_ptr().cast(), N, h2d), "xdal_memcpy H2D")?;
+    ok(xdal_memcpy(b, a, N, xdal_memcpy_kind::XDAL_MEMCPY_DEVICE_TO_DEVICE as u32), "xdal_memcpy D2D")?;
+    ok(xdal_memcpy(pinned, b, N, xdal_memcpy_kind::XDAL_MEMCPY_DEFAULT as u32), "xdal_memcpy D2H (inferred)")?;
+    ok(xdal_memcpy(back.as_mut_ptr().cast(), pinned, N, 0), "xdal_memcpy H2H")?;
+    ensure(back == host, "bytes changed on the way H2D -> D2D -> D2H -> H2H")?;
     ok(xdal_memset(a, 0x5a, N), "xdal_memset")?;
-    ok(
-        xdal_memcpy(back.as_mut_ptr().cast(), a, N, 2),
-        "xdal_memcpy D2H",
-    )?;
-    ensure(
-        back.iter().all(|&x| x == 0x5a),
-        "xdal_memset did not set every byte",
-    )?;
+    ok(xdal_memcpy(back.as_mut_ptr().cast(), a, N, 2), "xdal_memcpy D2H")?;
+    ensure(back.iter().all(|&x| x == 0x5a), "xdal_memset did not set every byte")?;
     // SAFETY: all-zero bytes are a valid attributes struct.
     let mut attrs: xdal_pointer_attributes_t = unsafe { std::mem::zeroed() };
     attrs.struct_size = std::mem::size_of_val(&attrs);
@@ -176,21 +108,10 @@ fn smoke_memory() -> Step {
         xdal_pointer_get_attributes(a.cast::<u8>().wrapping_add(100).cast(), &mut attrs),
         "xdal_pointer_get_attributes",
     )?;
-    ensure(
-        attrs.type_ == xdal_memory_type::XDAL_MEMORY_TYPE_DEVICE && attrs.base == a,
-        "wrong pointer attributes",
-    )?;
-    expect(
-        xdal_memcpy(a, host.as_ptr().cast(), N + 1, h2d),
-        xdal_status::XDAL_ERROR_INVALID_POINTER,
-        "overrun copy",
-    )?;
+    ensure(attrs.type_ == xdal_memory_type::XDAL_MEMORY_TYPE_DEVICE && attrs.base == a, "wrong pointer attributes")?;
+    expect(xdal_memcpy(a, host.as_ptr().cast(), N + 1, h2d), xdal_status::XDAL_ERROR_INVALID_POINTER, "overrun copy")?;
     ok(xdal_free(a), "xdal_free")?;
-    expect(
-        xdal_free(a),
-        xdal_status::XDAL_ERROR_INVALID_POINTER,
-        "double free",
-    )?;
+    expect(xdal_free(a), xdal_status::XDAL_ERROR_INVALID_POINTER, "double free")?;
     ok(xdal_free(b), "xdal_free")?;
     ok(xdal_free_host(pinned), "xdal_free_host")
 }
@@ -205,15 +126,9 @@ fn smoke_peer(count: c_int) -> Step {
     ok(xdal_malloc(&mut a, 4096), "xdal_malloc on device 0")?;
     ok(xdal_device_set(1), "xdal_device_set(1)")?;
     ok(xdal_malloc(&mut b, 4096), "xdal_malloc on device 1")?;
-    ok(
-        xdal_memcpy(a, data.as_ptr().cast(), 4096, 1),
-        "xdal_memcpy H2D",
-    )?;
+    ok(xdal_memcpy(a, data.as_ptr().cast(), 4096, 1), "xdal_memcpy H2D")?;
     ok(xdal_memcpy_peer(b, 1, a, 0, 4096), "xdal_memcpy_peer")?;
-    ok(
-        xdal_memcpy(back.as_mut_ptr().cast(), b, 4096, 2),
-        "xdal_memcpy D2H",
-    )?;
+    ok(xdal_memcpy(back.as_mut_ptr().cast(), b, 4096, 2), "xdal_memcpy D2H")?;
     ensure(back == data, "peer copy changed the bytes")?;
     ok(xdal_free(b), "xdal_free")?;
     ok(xdal_device_set(0), "xdal_device_set(0)")?;
@@ -222,8 +137,7 @@ fn smoke_peer(count: c_int) -> Step {
 
 unsafe extern "C" fn count_up(counter: *mut c_void) {
     // SAFETY: the smoke test passes a live AtomicU32.
-    unsafe { &*(counter as *const std::sync::atomic::AtomicU32) }
-        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    unsafe { &*(counter as *const std::sync::atomic::AtomicU32) }.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
 }
 
 fn smoke_streams_and_events() -> Step {
@@ -233,147 +147,75 @@ fn smoke_streams_and_events() -> Step {
     let (mut s1, mut s2): (xdal_stream_t, xdal_stream_t) = (null_mut(), null_mut());
     let (mut start, mut stop): (xdal_event_t, xdal_event_t) = (null_mut(), null_mut());
     let mut dev = null_mut();
-    ok(
-        xdal_stream_create(&mut s1, XDAL_STREAM_DEFAULT, 0),
-        "xdal_stream_create",
-    )?;
-    ok(
-        xdal_stream_create(&mut s2, XDAL_STREAM_NON_BLOCKING, 0),
-        "xdal_stream_create",
-    )?;
-    ok(
-        xdal_event_create(&mut start, XDAL_EVENT_DEFAULT),
-        "xdal_event_create",
-    )?;
-    ok(
-        xdal_event_create(&mut stop, XDAL_EVENT_DEFAULT),
-        "xdal_event_create",
-    )?;
+    ok(xdal_stream_create(&mut s1, XDAL_STREAM_DEFAULT, 0), "xdal_stream_create")?;
+    ok(xdal_stream_create(&mut s2, XDAL_STREAM_NON_BLOCKING, 0), "xdal_stream_create")?;
+    ok(xdal_event_create(&mut start, XDAL_EVENT_DEFAULT), "xdal_event_create")?;
+    ok(xdal_event_create(&mut stop, XDAL_EVENT_DEFAULT), "xdal_event_create")?;
     ok(xdal_malloc_async(&mut dev, N, s1), "xdal_malloc_async")?;
     ok(xdal_event_record(start, s1), "xdal_event_record")?;
     ok(xdal_memset_async(dev, 0, N, s1), "xdal_memset_async")?;
-    ok(
-        xdal_memcpy_async(dev, host.as_ptr().cast(), N, 1, s1),
-        "xdal_memcpy_async H2D",
-    )?;
+    ok(xdal_memcpy_async(dev, host.as_ptr().cast(), N, 1, s1), "xdal_memcpy_async H2D")?;
     let counter = std::sync::atomic::AtomicU32::new(0);
     let counter_ptr = &counter as *const _ as *mut c_void;
-    ok(
-        xdal_launch_host_func(s1, Some(count_up), counter_ptr),
-        "xdal_launch_host_func",
-    )?;
+    ok(xdal_launch_host_func(s1, Some(count_up), counter_ptr), "xdal_launch_host_func")?;
     ok(xdal_event_record(stop, s1), "xdal_event_record")?;
     // s2 reads what s1 wrote: ordered by the event.
     ok(xdal_stream_wait_event(s2, stop), "xdal_stream_wait_event")?;
-    ok(
-        xdal_memcpy_async(back.as_mut_ptr().cast(), dev, N, 2, s2),
-        "xdal_memcpy_async D2H",
-    )?;
+    ok(xdal_memcpy_async(back.as_mut_ptr().cast(), dev, N, 2, s2), "xdal_memcpy_async D2H")?;
     ok(xdal_free_async(dev, s2), "xdal_free_async")?;
     ok(xdal_stream_synchronize(s2), "xdal_stream_synchronize")?;
     ok(xdal_stream_query(s2), "xdal_stream_query")?;
     ok(xdal_event_synchronize(stop), "xdal_event_synchronize")?;
     ok(xdal_event_query(stop), "xdal_event_query")?;
     ensure(back == host, "bytes changed through streams and events")?;
-    ensure(
-        counter.load(std::sync::atomic::Ordering::SeqCst) == 1,
-        "the host function did not run once",
-    )?;
+    ensure(counter.load(std::sync::atomic::Ordering::SeqCst) == 1, "the host function did not run once")?;
     let mut ms = -1.0f32;
-    ok(
-        xdal_event_elapsed_time(&mut ms, start, stop),
-        "xdal_event_elapsed_time",
-    )?;
+    ok(xdal_event_elapsed_time(&mut ms, start, stop), "xdal_event_elapsed_time")?;
     ensure(ms >= 0.0, "negative elapsed time between ordered events")?;
     let (mut priority, mut device) = (99, 99);
-    ok(
-        xdal_stream_get_priority(s1, &mut priority),
-        "xdal_stream_get_priority",
-    )?;
-    ok(
-        xdal_stream_get_device(s1, &mut device),
-        "xdal_stream_get_device",
-    )?;
-    ensure(
-        priority == 0 && device == 0,
-        "wrong stream priority or device",
-    )?;
+    ok(xdal_stream_get_priority(s1, &mut priority), "xdal_stream_get_priority")?;
+    ok(xdal_stream_get_device(s1, &mut device), "xdal_stream_get_device")?;
+    ensure(priority == 0 && device == 0, "wrong stream priority or device")?;
     ok(xdal_stream_destroy(s1), "xdal_stream_destroy")?;
-    expect(
-        xdal_stream_query(s1),
-        xdal_status::XDAL_ERROR_INVALID_HANDLE,
-        "query of a destroyed stream",
-    )?;
+    expect(xdal_stream_query(s1), xdal_status::XDAL_ERROR_INVALID_HANDLE, "query of a destroyed stream")?;
     ok(xdal_stream_destroy(s2), "xdal_stream_destroy")?;
     ok(xdal_event_destroy(start), "xdal_event_destroy")?;
     ok(xdal_event_destroy(stop), "xdal_event_destroy")
 }
 
 fn smoke_pool() -> Step {
-    let mut stats = xdal_mem_stats_t {
-        struct_size: std::mem::size_of::<xdal_mem_stats_t>(),
-        ..Default::default()
-    };
+    let mut stats = xdal_mem_stats_t { struct_size: std::mem::size_of::<xdal_mem_stats_t>(), ..Default::default() };
     ok(xdal_mem_get_stats(0, &mut stats), "xdal_mem_get_stats")?;
     let before = stats;
     let (mut a, mut b) = (null_mut(), null_mut());
-    ok(
-        xdal_malloc_async(&mut a, 1 << 16, null_mut()),
-        "xdal_malloc_async",
-    )?;
+    ok(xdal_malloc_async(&mut a, 1 << 16, null_mut()), "xdal_malloc_async")?;
     ok(xdal_free_async(a, null_mut()), "xdal_free_async")?;
-    ok(
-        xdal_malloc_async(&mut b, 1 << 16, null_mut()),
-        "xdal_malloc_async",
-    )?;
-    ensure(
-        a == b,
-        "the pool did not reuse a freed block on the same stream",
-    )?;
+    ok(xdal_malloc_async(&mut b, 1 << 16, null_mut()), "xdal_malloc_async")?;
+    ensure(a == b, "the pool did not reuse a freed block on the same stream")?;
     ok(xdal_free_async(b, null_mut()), "xdal_free_async")?;
-    ok(
-        xdal_stream_synchronize(null_mut()),
-        "xdal_stream_synchronize(NULL)",
-    )?;
+    ok(xdal_stream_synchronize(null_mut()), "xdal_stream_synchronize(NULL)")?;
     ok(xdal_mem_get_stats(0, &mut stats), "xdal_mem_get_stats")?;
-    ensure(
-        stats.num_allocs == before.num_allocs + 2 && stats.num_frees == before.num_frees + 2,
-        "wrong counts",
-    )?;
+    ensure(stats.num_allocs == before.num_allocs + 2 && stats.num_frees == before.num_frees + 2, "wrong counts")?;
     ok(xdal_mem_reset_peak_stats(0), "xdal_mem_reset_peak_stats")?;
     ok(xdal_mem_empty_cache(0), "xdal_mem_empty_cache")?;
     ok(xdal_mem_get_stats(0, &mut stats), "xdal_mem_get_stats")?;
-    ensure(
-        stats.reserved_bytes <= before.reserved_bytes,
-        "empty_cache kept the pooled block",
-    )
+    ensure(stats.reserved_bytes <= before.reserved_bytes, "empty_cache kept the pooled block")
 }
 
 fn main() -> ExitCode {
     let (mut major, mut minor, mut patch) = (0, 0, 0);
     xdal_get_version(&mut major, &mut minor, &mut patch);
-    println!(
-        "xdal {major}.{minor}.{patch} (ABI {XDAL_ABI_VERSION_MAJOR}.{XDAL_ABI_VERSION_MINOR})"
-    );
+    println!("xdal {major}.{minor}.{patch} (ABI {XDAL_ABI_VERSION_MAJOR}.{XDAL_ABI_VERSION_MINOR})");
     let init = xdal_init();
     if init != xdal_status::XDAL_SUCCESS {
-        println!(
-            "backend: none could start ({}): {}",
-            status_name(init),
-            last_error()
-        );
+        println!("backend: none could start ({}): {}", status_name(init), last_error());
         println!("FAILED: no backend");
         return ExitCode::FAILURE;
     }
     // SAFETY: xdal_backend_name never returns NULL.
-    println!(
-        "backend: {}",
-        unsafe { CStr::from_ptr(xdal_backend_name()) }.to_string_lossy()
-    );
+    println!("backend: {}", unsafe { CStr::from_ptr(xdal_backend_name()) }.to_string_lossy());
     let mut count = 0;
-    if let Err(e) = ok(xdal_device_get_count(&mut count), "xdal_device_get_count")
-        .and_then(|_| print_devices(count))
-    {
+    if let Err(e) = ok(xdal_device_get_count(&mut count), "xdal_device_get_count").and_then(|_| print_devices(count)) {
         println!("FAILED: {e}");
         return ExitCode::FAILURE;
     }
