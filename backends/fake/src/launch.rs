@@ -22,7 +22,10 @@ pub(crate) struct Args {
 
 impl Args {
     /// Copies the arguments; 8-byte values that are device addresses are
-    /// translated to the backend's alias, so kernels can use them.
+    /// translated to the backend's alias, so kernels can use them. (An
+    /// 8-byte scalar is translated only if its value lies inside a device's
+    /// reserved address range, which no count or float bit pattern of a
+    /// real launch comes near; and only in protect mode.)
     ///
     /// # Safety
     /// Each `args[i].value` must be readable for `args[i].size` bytes.

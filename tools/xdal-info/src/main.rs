@@ -202,6 +202,71 @@ fn smoke_pool() -> Step {
     ensure(stats.reserved_bytes <= before.reserved_bytes, "empty_cache kept the pooled block")
 }
 
+unsafe extern "C" fn mark_blocks(ctx: *const xdal_kernel_context_t, args: *const *mut c_void) -> xdal_status_raw {
+    // SAFETY: the launch passes a valid context and one pointer argument to
+    // a u32 per block.
+    unsafe {
+        let ctx = &*ctx;
+        let marks = *(*args as *const *mut u32);
+        let block = (ctx.block_idx.y * ctx.grid_dim.x + ctx.block_idx.x) as usize;
+        *marks.add(block) = ctx.block_dim.x * ctx.block_dim.y;
+    }
+    xdal_status::XDAL_SUCCESS as xdal_status_raw
+}
+
+fn kernel_arg<T>(value: &T) -> xdal_kernel_arg_t {
+    xdal_kernel_arg_t { value: (value as *const T).cast(), size: std::mem::size_of::<T>() }
+}
+
+fn function(module: xdal_module_t, name: &CStr) -> Result<xdal_function_t, String> {
+    let mut function = null_mut();
+    ok(xdal_module_get_function(&mut function, module, name.as_ptr()), "xdal_module_get_function")?;
+    Ok(function)
+}
+
+fn smoke_kernels() -> Step {
+    const N: usize = 1 << 20;
+    let mut module = null_mut();
+    let status = xdal_module_get_builtin(&mut module);
+    if status == xdal_status::XDAL_ERROR_NOT_SUPPORTED {
+        println!("        (this backend has no kernels: skipped)");
+        return Ok(());
+    }
+    ok(status, "xdal_module_get_builtin")?;
+    let (fill, add) = (function(module, c"fill_f32")?, function(module, c"add_f32")?);
+    let (mut a, mut b) = (null_mut(), null_mut());
+    ok(xdal_malloc(&mut a, N * 4), "xdal_malloc")?;
+    ok(xdal_malloc(&mut b, N * 4), "xdal_malloc")?;
+    let (n, one, two) = (N as u64, 1.0f32, 2.0f32);
+    let (grid, block) = (xdal_dim3_t { x: 8, y: 1, z: 1 }, xdal_dim3_t { x: 256, y: 1, z: 1 });
+    let launch =
+        |f, args: &[xdal_kernel_arg_t]| xdal_launch_kernel(f, grid, block, 0, null_mut(), args.as_ptr(), args.len());
+    ok(launch(fill, &[kernel_arg(&a), kernel_arg(&n), kernel_arg(&one)]), "xdal_launch_kernel fill_f32")?;
+    ok(launch(fill, &[kernel_arg(&b), kernel_arg(&n), kernel_arg(&two)]), "xdal_launch_kernel fill_f32")?;
+    ok(launch(add, &[kernel_arg(&a), kernel_arg(&b), kernel_arg(&a), kernel_arg(&n)]), "xdal_launch_kernel add_f32")?;
+    let mut back = vec![0f32; N];
+    ok(xdal_memcpy(back.as_mut_ptr().cast(), a, N * 4, 2), "xdal_memcpy D2H")?;
+    ensure(back.iter().all(|&x| x == 3.0), "fill_f32 + add_f32 did not give 3.0 everywhere")?;
+    let wrong_args = [kernel_arg(&a), kernel_arg(&n)];
+    expect(launch(fill, &wrong_args), xdal_status::XDAL_ERROR_INVALID_VALUE, "a launch with too few arguments")?;
+
+    let mut host_kernel = null_mut();
+    ok(xdal_function_from_host(&mut host_kernel, Some(mark_blocks)), "xdal_function_from_host")?;
+    let marks = [0u32; 6];
+    let mut dev_marks = null_mut();
+    ok(xdal_malloc(&mut dev_marks, std::mem::size_of_val(&marks)), "xdal_malloc")?;
+    let (grid, block) = (xdal_dim3_t { x: 3, y: 2, z: 1 }, xdal_dim3_t { x: 4, y: 2, z: 1 });
+    let args = [kernel_arg(&dev_marks)];
+    ok(xdal_launch_kernel(host_kernel, grid, block, 0, null_mut(), args.as_ptr(), 1), "xdal_launch_kernel")?;
+    let mut back = [0u32; 6];
+    ok(xdal_memcpy(back.as_mut_ptr().cast(), dev_marks, std::mem::size_of_val(&back), 2), "xdal_memcpy D2H")?;
+    ensure(back == [8; 6], "a host kernel did not run once per block of a 3x2 grid")?;
+    for ptr in [a, b, dev_marks] {
+        ok(xdal_free(ptr), "xdal_free")?;
+    }
+    ok(xdal_module_unload(module), "xdal_module_unload")
+}
+
 fn main() -> ExitCode {
     let (mut major, mut minor, mut patch) = (0, 0, 0);
     xdal_get_version(&mut major, &mut minor, &mut patch);
@@ -224,12 +289,13 @@ fn main() -> ExitCode {
         println!("FAILED: the backend has no device to test");
         return ExitCode::FAILURE;
     }
-    let steps: [(&str, &dyn Fn() -> Step); 5] = [
+    let steps: [(&str, &dyn Fn() -> Step); 6] = [
         ("devices", &|| smoke_devices(count)),
         ("memory and copies", &smoke_memory),
         ("peer copies", &|| smoke_peer(count)),
         ("streams and events", &smoke_streams_and_events),
         ("stream-ordered pool", &smoke_pool),
+        ("kernels", &smoke_kernels),
     ];
     let mut failed = 0;
     for (name, step) in steps {
