@@ -2,8 +2,10 @@
 //! address. It answers "which allocation contains this address" for every
 //! copy and set, so ranges that leave an allocation are refused before the
 //! backend ever sees them.
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,15 +39,50 @@ impl Allocation {
 
 pub(crate) struct Registry {
     map: RwLock<BTreeMap<usize, Allocation>>,
+    /// Bumped by every insert and remove: a thread's cached answers are
+    /// valid while it has not moved.
+    generation: AtomicU64,
+}
+
+/// What an address is, as far as copies and sets care.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Place {
+    /// Inside a live allocation.
+    Live(Allocation),
+    /// In a device's address space but in no live allocation: freed memory.
+    DeviceSpace(c_int),
+    /// Neither: ordinary host memory.
+    Unknown,
+}
+
+#[derive(Clone, Copy)]
+struct Recent {
+    registry: usize,
+    generation: u64,
+    lo: usize,
+    hi: usize,
+    place: Place,
+}
+
+/// Entries of each thread's cache of recent answers.
+const RECENT: usize = 4;
+
+thread_local! {
+    /// The last few addresses this thread asked about: a copy loop over the
+    /// same buffers then costs one atomic load per side, not a locked
+    /// tree search and a backend call.
+    static RECENT_PLACES: RefCell<([Option<Recent>; RECENT], usize)> = const { RefCell::new(([None; RECENT], 0)) };
 }
 
 impl Registry {
     pub const fn new() -> Registry {
-        Registry { map: RwLock::new(BTreeMap::new()) }
+        Registry { map: RwLock::new(BTreeMap::new()), generation: AtomicU64::new(0) }
     }
 
     pub fn insert(&self, allocation: Allocation) {
-        self.map.write().unwrap_or_else(|e| e.into_inner()).insert(allocation.base, allocation);
+        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
+        map.insert(allocation.base, allocation);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// Removes the allocation that starts exactly at `base` if `wanted`
@@ -56,7 +93,36 @@ impl Registry {
         if !wanted(map.get(&base)?) {
             return None;
         }
-        map.remove(&base)
+        let removed = map.remove(&base);
+        self.generation.fetch_add(1, Ordering::Release);
+        removed
+    }
+
+    /// What `addr` is; `probe` tells whether an address outside every live
+    /// allocation lies in a device's address space. Answers are cached per
+    /// thread until the registry changes.
+    pub fn place(&self, addr: usize, probe: impl FnOnce(usize) -> Option<c_int>) -> Place {
+        let registry = self as *const Registry as usize;
+        let generation = self.generation.load(Ordering::Acquire);
+        let hit = RECENT_PLACES.with(|recent| {
+            recent.borrow().0.iter().flatten().find_map(|r| {
+                let valid = r.registry == registry && r.generation == generation;
+                (valid && (r.lo..r.hi).contains(&addr)).then_some(r.place)
+            })
+        });
+        if let Some(place) = hit {
+            return place;
+        }
+        let (place, lo, hi) = match self.find(addr) {
+            Some(a) => (Place::Live(a), a.base, a.base + a.size),
+            None => (probe(addr).map_or(Place::Unknown, Place::DeviceSpace), addr, addr + 1),
+        };
+        RECENT_PLACES.with(|recent| {
+            let (entries, next) = &mut *recent.borrow_mut();
+            entries[*next] = Some(Recent { registry, generation, lo, hi, place });
+            *next = (*next + 1) % RECENT;
+        });
+        place
     }
 
     /// The allocation that contains `addr`, interior addresses included.
@@ -89,7 +155,11 @@ mod tests {
         assert_eq!(registry.find(1050).unwrap().room_after(1050), 50);
         assert!(registry.remove_if(1050, |_| true).is_none(), "only bases can be removed");
         assert!(registry.remove_if(1000, |a| a.memory == Memory::Host).is_none(), "the predicate is honoured");
+        assert!(matches!(registry.place(1050, |_| None), Place::Live(a) if a.base == 1000));
+        assert!(matches!(registry.place(5000, |_| Some(1)), Place::DeviceSpace(1)));
+        assert!(matches!(registry.place(5000, |_| None), Place::DeviceSpace(1)), "cached");
         assert!(registry.remove_if(1000, |_| true).is_some());
+        assert!(matches!(registry.place(1050, |_| None), Place::Unknown), "the cache is invalidated by a free");
         assert!(registry.find(1000).is_none());
     }
 }

@@ -5,7 +5,7 @@
 use crate::api::memory::address_device;
 use crate::backend::{backend, call, Backend};
 use crate::error::{bail, boundary, require, XResult};
-use crate::registry::{Memory, REGISTRY};
+use crate::registry::{Memory, Place, REGISTRY};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
 use xdal_abi::xdal_memcpy_kind::*;
@@ -21,29 +21,29 @@ enum Side {
 /// Classifies `[addr, addr + bytes)`, refusing ranges that run past their
 /// allocation and device addresses outside any live allocation.
 fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult<Side> {
-    if let Some(a) = REGISTRY.find(addr) {
-        let room = a.room_after(addr);
-        if bytes > room {
-            bail!(
-                XDAL_ERROR_INVALID_POINTER,
-                "{bytes} bytes at {role} {addr:#x} run past the end of a {}-byte allocation at {:#x} by {} bytes",
-                a.size,
-                a.base,
-                bytes - room
-            );
+    match REGISTRY.place(addr, |addr| address_device(backend, addr)) {
+        Place::Live(a) => {
+            let room = a.room_after(addr);
+            if bytes > room {
+                bail!(
+                    XDAL_ERROR_INVALID_POINTER,
+                    "{bytes} bytes at {role} {addr:#x} run past the end of a {}-byte allocation at {:#x} by {} bytes",
+                    a.size,
+                    a.base,
+                    bytes - room
+                );
+            }
+            Ok(match a.memory {
+                Memory::Device { device, .. } => Side::Device(device),
+                Memory::Host => Side::Host,
+            })
         }
-        return Ok(match a.memory {
-            Memory::Device { device, .. } => Side::Device(device),
-            Memory::Host => Side::Host,
-        });
-    }
-    if let Some(device) = address_device(backend, addr) {
-        bail!(
+        Place::DeviceSpace(device) => bail!(
             XDAL_ERROR_INVALID_POINTER,
             "{role} {addr:#x} lies in device {device}'s memory but in no live allocation (freed already?)"
-        );
+        ),
+        Place::Unknown => Ok(Side::Host),
     }
-    Ok(Side::Host)
 }
 
 fn kind_name(kind: xdal_memcpy_kind) -> &'static str {

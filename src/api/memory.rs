@@ -3,8 +3,7 @@
 use crate::api::device::check_struct_size;
 use crate::backend::{backend, call, Backend};
 use crate::error::{bail, boundary, err, Error, Out, XResult};
-use crate::fallback::memory::count_alloc;
-use crate::fallback::stats;
+use crate::fallback::memory::{count_alloc, count_free};
 use crate::registry::{Allocation, Memory, REGISTRY};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
@@ -66,7 +65,7 @@ pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status
         let device = backend.device(current_device())?;
         let mut addr = std::ptr::null_mut();
         let result = call!(backend, mem_alloc(device, size, &mut addr));
-        count_alloc(device, size, &result);
+        count_alloc(backend, device, size, &result);
         result?;
         REGISTRY.insert(Allocation { base: addr as usize, size, memory: Memory::Device { device, pooled: false } });
         out.write(addr);
@@ -89,7 +88,7 @@ pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
         };
         let device = allocation.device().unwrap_or_default();
         call!(backend, mem_free(device, ptr)).inspect_err(|_| REGISTRY.insert(allocation))?;
-        stats::freed(device, allocation.size);
+        count_free(backend, device, allocation.size);
         Ok(())
     })
 }
@@ -160,7 +159,7 @@ pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xd
         let device = allocation.device().unwrap_or_default();
         crate::fallback::memory::free_async(backend, &stream, device, ptr)
             .inspect_err(|_| REGISTRY.insert(allocation))?;
-        stats::freed(device, allocation.size);
+        count_free(backend, device, allocation.size);
         Ok(())
     })
 }

@@ -96,7 +96,7 @@ pub(crate) fn alloc_async(backend: &'static Backend, stream: &StreamObj, size: u
     } else {
         call!(backend, mem_alloc(stream.device, size, &mut ptr))
     };
-    count_alloc(stream.device, size, &result);
+    count_alloc(backend, stream.device, size, &result);
     result.map(|()| ptr)
 }
 
@@ -114,11 +114,21 @@ pub(crate) fn free_async(
     call!(backend, mem_free(device, ptr))
 }
 
-/// Keeps the front's statistics (for backends without `mem_get_stats`).
-pub(crate) fn count_alloc(device: c_int, size: usize, result: &XResult<()>) {
+/// Keeps the front's statistics, for backends without `mem_get_stats`.
+pub(crate) fn count_alloc(backend: &Backend, device: c_int, size: usize, result: &XResult<()>) {
+    if backend.table.mem_get_stats.is_some() {
+        return;
+    }
     match result {
         Ok(()) => stats::allocated(device, size),
         Err(e) if e.status == xdal_abi::xdal_status::XDAL_ERROR_OUT_OF_MEMORY => stats::out_of_memory(device),
         Err(_) => {}
+    }
+}
+
+/// Keeps the front's statistics, for backends without `mem_get_stats`.
+pub(crate) fn count_free(backend: &Backend, device: c_int, size: usize) {
+    if backend.table.mem_get_stats.is_none() {
+        stats::freed(device, size);
     }
 }

@@ -1,12 +1,12 @@
 //! One simulated device: its address range, heap, pool, statistics and the
 //! streams created on it.
+use crate::addr_map::AddrMap;
 use crate::config::Config;
 use crate::error::{failure, FakeResult};
 use crate::heap::Heap;
 use crate::pool::{pool_block_len, Pool, PoolBlock};
 use crate::region::Region;
 use crate::stream::{Op, Stream};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use xdal_abi::xdal_mem_stats_t;
@@ -20,9 +20,10 @@ pub(crate) struct FakeDevice {
     pub region: Region,
     heap: Mutex<Heap>,
     pool: Mutex<Pool>,
-    streams: Mutex<HashMap<u64, Weak<Stream>>>,
-    /// Operations enqueued on this device's streams and not yet finished.
-    pub outstanding: AtomicU64,
+    streams: Mutex<AddrMap<u64, Weak<Stream>>>,
+    /// Streams of this device that are not idle (queued, running or
+    /// blocked), so that an idle device synchronizes in one load.
+    pub busy_streams: AtomicU64,
     /// Live streams with a sticky error, so that an idle device with none
     /// synchronizes without visiting its streams.
     pub failed_streams: AtomicU64,
@@ -46,8 +47,8 @@ impl FakeDevice {
             region,
             heap: Mutex::new(Heap::new(config.memory_bytes)),
             pool: Mutex::new(Pool::default()),
-            streams: Mutex::new(HashMap::new()),
-            outstanding: AtomicU64::new(0),
+            streams: Mutex::new(AddrMap::default()),
+            busy_streams: AtomicU64::new(0),
             failed_streams: AtomicU64::new(0),
             allocated: AtomicU64::new(0),
             peak: AtomicU64::new(0),
@@ -218,7 +219,7 @@ impl FakeDevice {
 
     /// Waits until no work is pending on the device's streams.
     pub fn wait_idle(&self) {
-        if self.outstanding.load(SeqCst) == 0 {
+        if self.busy_streams.load(SeqCst) == 0 {
             return;
         }
         for stream in self.live_streams() {
@@ -228,7 +229,7 @@ impl FakeDevice {
 
     /// Waits for every stream of the device; returns the first sticky error.
     pub fn synchronize(&self) -> FakeResult<()> {
-        if self.outstanding.load(SeqCst) == 0 && self.failed_streams.load(SeqCst) == 0 {
+        if self.busy_streams.load(SeqCst) == 0 && self.failed_streams.load(SeqCst) == 0 {
             return Ok(());
         }
         let mut first_error = Ok(());

@@ -62,6 +62,13 @@ impl Event {
 
     pub fn record(&self, stream: &Arc<Stream>) {
         let timing = self.timing;
+        if let Some(seq) = stream.idle_point() {
+            // Nothing pending: the stream is at this point now.
+            let time_ns = AtomicU64::new(if timing { now_ns() } else { 0 });
+            let marker = Arc::new(Marker { stream: stream.clone(), seq, timing, time_ns });
+            *self.point.lock().unwrap_or_else(|e| e.into_inner()) = Some(marker);
+            return;
+        }
         let mut marker = None;
         stream.enqueue_with(|seq| {
             let m = Arc::new(Marker { stream: stream.clone(), seq, timing, time_ns: AtomicU64::new(0) });

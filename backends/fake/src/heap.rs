@@ -1,6 +1,7 @@
 //! Best-fit sub-allocator over one device's address range. Blocks are
 //! multiples of `ALIGN`, so every address it hands out is `ALIGN`-aligned.
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use crate::addr_map::AddrMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Alignment and granularity of device allocations, as on CUDA.
 pub(crate) const ALIGN: usize = 256;
@@ -9,7 +10,7 @@ pub(crate) struct Heap {
     free_by_offset: BTreeMap<usize, usize>,
     free_by_len: BTreeSet<(usize, usize)>,
     /// Live blocks: offset -> (block length, bytes the caller asked for).
-    live: HashMap<usize, (usize, usize)>,
+    live: AddrMap<usize, (usize, usize)>,
     used: usize,
 }
 
@@ -17,7 +18,7 @@ impl Heap {
     pub fn new(len: usize) -> Heap {
         let len = len / ALIGN * ALIGN;
         let mut heap =
-            Heap { free_by_offset: BTreeMap::new(), free_by_len: BTreeSet::new(), live: HashMap::new(), used: 0 };
+            Heap { free_by_offset: BTreeMap::new(), free_by_len: BTreeSet::new(), live: AddrMap::default(), used: 0 };
         heap.insert_free(0, len);
         heap
     }

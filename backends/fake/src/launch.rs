@@ -13,11 +13,24 @@ use xdal_abi::{xdal_dim3_t, xdal_kernel_arg_t, xdal_kernel_context_t, xdal_statu
 
 /// Each argument gets a slot aligned for any scalar type.
 const SLOT_ALIGN: usize = 16;
+/// Launches with at most this many arguments, in at most 16 bytes each on
+/// average, keep them inside the launch: no allocation per launch.
+const INLINE_ARGS: usize = 16;
+
+// Inline on purpose: the launch lives in one Arc allocation, and small
+// argument lists (nearly all) must not cost a second one.
+#[allow(clippy::large_enum_variant)]
+enum Bytes {
+    Inline([u128; INLINE_ARGS]),
+    Heap(Vec<u128>),
+}
 
 /// The launch's own copy of its arguments.
 pub(crate) struct Args {
-    storage: Vec<u128>,
-    offsets: Vec<usize>,
+    bytes: Bytes,
+    offsets: [u16; INLINE_ARGS],
+    heap_offsets: Vec<u16>,
+    count: usize,
 }
 
 impl Args {
@@ -28,34 +41,62 @@ impl Args {
     /// real launch comes near; and only in protect mode.)
     ///
     /// # Safety
-    /// Each `args[i].value` must be readable for `args[i].size` bytes.
+    /// Each `args[i].value` must be readable for `args[i].size` bytes, and
+    /// the sizes add up to at most 4096 (the front checks).
     pub unsafe fn copy(args: &[xdal_kernel_arg_t]) -> Args {
-        let mut offsets = Vec::with_capacity(args.len());
-        let mut total = 0;
-        for arg in args {
-            offsets.push(total);
-            total += arg.size.next_multiple_of(SLOT_ALIGN);
-        }
-        let mut storage = vec![0u128; total / SLOT_ALIGN];
-        let base = storage.as_mut_ptr() as *mut u8;
+        let total: usize = args.iter().map(|a| a.size.next_multiple_of(SLOT_ALIGN)).sum();
+        let words = total / SLOT_ALIGN;
+        let mut bytes =
+            if words <= INLINE_ARGS { Bytes::Inline([0; INLINE_ARGS]) } else { Bytes::Heap(vec![0u128; words]) };
+        let base = match &mut bytes {
+            Bytes::Inline(words) => words.as_mut_ptr() as *mut u8,
+            Bytes::Heap(words) => words.as_mut_ptr() as *mut u8,
+        };
+        let mut offsets = [0u16; INLINE_ARGS];
+        let mut heap_offsets = Vec::new();
         let fake = crate::fake();
-        for (arg, &offset) in args.iter().zip(&offsets) {
+        let mut offset = 0usize;
+        for (i, arg) in args.iter().enumerate() {
+            if i < INLINE_ARGS {
+                offsets[i] = offset as u16;
+            } else {
+                heap_offsets.push(offset as u16);
+            }
             // SAFETY: the caller guarantees the source; the slot holds
-            // `size` bytes at `offset` inside `storage`.
+            // `size` bytes at `offset` inside the storage.
             unsafe { std::ptr::copy_nonoverlapping(arg.value as *const u8, base.add(offset), arg.size) };
             if arg.size == 8 {
                 // SAFETY: the slot is 16-aligned and holds 8 bytes.
                 let slot = unsafe { &mut *(base.add(offset) as *mut usize) };
                 *slot = fake.alias(*slot);
             }
+            offset += arg.size.next_multiple_of(SLOT_ALIGN);
         }
-        Args { storage, offsets }
+        Args { bytes, offsets, heap_offsets, count: args.len() }
     }
 
-    fn pointers(&mut self) -> Vec<*mut c_void> {
-        let base = self.storage.as_mut_ptr() as *mut u8;
-        // SAFETY: every offset lies inside `storage`.
-        self.offsets.iter().map(|&o| unsafe { base.add(o) } as *mut c_void).collect()
+    /// Calls `f` with the array of pointers to the argument copies, built
+    /// on the stack (the storage may have moved since `copy`).
+    fn with_pointers<R>(&self, f: impl FnOnce(*const *mut c_void) -> R) -> R {
+        let base = match &self.bytes {
+            Bytes::Inline(words) => words.as_ptr() as *mut u8,
+            Bytes::Heap(words) => words.as_ptr() as *mut u8,
+        };
+        let offsets = self.offsets.iter().take(self.count.min(INLINE_ARGS)).chain(&self.heap_offsets);
+        let at = |offset: &u16| {
+            // SAFETY: every offset lies inside the storage (set by `copy`).
+            unsafe { base.add(*offset as usize) as *mut c_void }
+        };
+        if self.count <= INLINE_ARGS {
+            let mut pointers = [std::ptr::null_mut(); INLINE_ARGS];
+            for (slot, offset) in pointers.iter_mut().zip(offsets) {
+                *slot = at(offset);
+            }
+            f(pointers.as_ptr())
+        } else {
+            let pointers: Vec<*mut c_void> = offsets.map(at).collect();
+            f(pointers.as_ptr())
+        }
     }
 }
 
@@ -65,8 +106,7 @@ pub(crate) struct Launch {
     grid: xdal_dim3_t,
     block: xdal_dim3_t,
     shared_bytes: usize,
-    pointers: Vec<*mut c_void>,
-    _args: Args,
+    args: Args,
     total: u64,
     next: AtomicU64,
     done: AtomicU64,
@@ -74,8 +114,9 @@ pub(crate) struct Launch {
     failure: Mutex<Option<Failure>>,
 }
 
-// SAFETY: the argument pointers point into `_args`, owned by the launch and
-// only read by kernels; the rest is atomics and immutable data.
+// SAFETY: the argument bytes are owned by the launch and only read by
+// kernels (device pointers among them are plain addresses); the rest is
+// atomics and immutable data.
 unsafe impl Send for Launch {}
 // SAFETY: as above.
 unsafe impl Sync for Launch {}
@@ -91,7 +132,7 @@ impl Launch {
         grid: xdal_dim3_t,
         block: xdal_dim3_t,
         shared_bytes: usize,
-        mut args: Args,
+        args: Args,
     ) -> Launch {
         let total = u64::from(grid.x) * u64::from(grid.y) * u64::from(grid.z);
         Launch {
@@ -99,8 +140,7 @@ impl Launch {
             grid,
             block,
             shared_bytes,
-            pointers: args.pointers(),
-            _args: args,
+            args,
             total,
             next: AtomicU64::new(0),
             done: AtomicU64::new(0),
@@ -110,7 +150,7 @@ impl Launch {
     }
 
     /// Runs every block; returns the first failure.
-    pub fn run(self: Arc<Self>) -> FakeResult<()> {
+    pub fn run(self: &Arc<Self>) -> FakeResult<()> {
         if self.total > 1 {
             let executor = &crate::fake().executor;
             let helpers = (executor.workers() as u64).min(self.total - 1);
@@ -165,7 +205,7 @@ impl Launch {
             };
             // SAFETY: the kernel has the host-kernel signature; ctx and the
             // argument pointers are valid for the call.
-            let status = unsafe { (self.function.kernel)(&ctx, self.pointers.as_ptr()) };
+            let status = self.args.with_pointers(|args| unsafe { (self.function.kernel)(&ctx, args) });
             if status == xdal_status::XDAL_SUCCESS as i32 {
                 return Ok(());
             }

@@ -6,6 +6,7 @@
 //! lazily backed address range per device; streams run on a small executor
 //! shared by the whole process; events are points in a stream's sequence of
 //! operations.
+mod addr_map;
 mod builtin;
 mod config;
 mod device;

@@ -2,8 +2,8 @@
 //! on stream S at point p may be handed out again at once to work on S
 //! (stream order protects it), and to any other stream once S has passed p.
 //! Blocks are grouped by rounded length, so a hit is a short scan of one bin.
+use crate::addr_map::AddrMap;
 use crate::stream::Stream;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Rounds a request to the pool's block length: 512-byte steps up to 1 MiB,
@@ -28,8 +28,8 @@ pub(crate) struct PoolBlock {
 
 #[derive(Default)]
 pub(crate) struct Pool {
-    bins: HashMap<usize, Vec<Cached>>,
-    live: HashMap<usize, PoolBlock>,
+    bins: AddrMap<usize, Vec<Cached>>,
+    live: AddrMap<usize, PoolBlock>,
     cached_bytes: usize,
 }
 

@@ -12,6 +12,17 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+/// Keeps a value on a cache line (pair) of its own.
+#[repr(align(128))]
+struct CachePadded<T>(T);
+
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 const IDLE: u8 = 0;
 const QUEUED: u8 = 1;
 const RUNNING: u8 = 2;
@@ -47,6 +58,8 @@ pub(crate) enum Op {
     Mark(Arc<Marker>),
     /// Holds the stream until another stream passes a point.
     Wait(Arc<Marker>),
+    /// A kernel launch; its failure becomes the stream's sticky error.
+    Kernel(Arc<crate::launch::Launch>),
     /// Any other work; its failure becomes the stream's sticky error.
     Task(Box<dyn FnOnce() -> Result<(), Failure> + Send>),
 }
@@ -62,8 +75,11 @@ pub(crate) struct Stream {
     id: u64,
     pending: Mutex<VecDeque<Op>>,
     batch: Mutex<VecDeque<Op>>,
-    enqueued: AtomicU64,
-    completed: AtomicU64,
+    /// Written by producers on every enqueue.
+    enqueued: CachePadded<AtomicU64>,
+    /// Written by the runner after every operation: on its own cache line,
+    /// so producers and the runner do not bounce one line between cores.
+    completed: CachePadded<AtomicU64>,
     state: AtomicU8,
     waiters: Mutex<Vec<(u64, Arc<Stream>)>>,
     has_waiters: AtomicBool,
@@ -87,8 +103,8 @@ impl Stream {
             id,
             pending: Mutex::new(VecDeque::new()),
             batch: Mutex::new(VecDeque::new()),
-            enqueued: AtomicU64::new(0),
-            completed: AtomicU64::new(0),
+            enqueued: CachePadded(AtomicU64::new(0)),
+            completed: CachePadded(AtomicU64::new(0)),
             state: AtomicU8::new(IDLE),
             waiters: Mutex::new(Vec::new()),
             has_waiters: AtomicBool::new(false),
@@ -122,11 +138,19 @@ impl Stream {
             self.enqueued.store(seq, SeqCst);
             seq
         };
-        crate::fake().device(self.device).outstanding.fetch_add(1, SeqCst);
         if self.state.compare_exchange(IDLE, QUEUED, SeqCst, Relaxed).is_ok() {
+            crate::fake().device(self.device).busy_streams.fetch_add(1, SeqCst);
             crate::fake().executor.schedule(self.clone());
         }
         seq
+    }
+
+    /// The current point if the stream has nothing pending: then a new
+    /// point needs no operation, it is reached already.
+    pub fn idle_point(&self) -> Option<u64> {
+        let _pending = lock(&self.pending);
+        let enqueued = self.enqueued.load(SeqCst);
+        self.passed(enqueued).then_some(enqueued)
     }
 
     /// Sequence number of the last operation enqueued.
@@ -227,9 +251,13 @@ impl Stream {
             drop(batch);
             self.state.store(IDLE, SeqCst);
             let more = self.enqueued.load(SeqCst) > self.completed.load(SeqCst);
-            if !(more && self.state.compare_exchange(IDLE, RUNNING, SeqCst, Relaxed).is_ok()) {
-                return;
+            if more && self.state.compare_exchange(IDLE, RUNNING, SeqCst, Relaxed).is_ok() {
+                continue;
             }
+            // Counted busy from IDLE -> QUEUED until here: one count per
+            // stretch of activity, not one per operation.
+            crate::fake().device(self.device).busy_streams.fetch_sub(1, SeqCst);
+            return;
         }
     }
 
@@ -263,13 +291,16 @@ impl Stream {
                     Step::Done(Ok(()))
                 }
             }
-            Op::Task(task) => {
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(task)).unwrap_or_else(|p| {
-                    Err(crate::error::failure!(XDAL_ERROR_INTERNAL, "stream work panicked: {}", panic_text(&p)))
-                });
-                Step::Done(result)
-            }
+            Op::Kernel(launch) => Step::Done(Self::catching(|| launch.run())),
+            Op::Task(task) => Step::Done(Self::catching(task)),
         }
+    }
+
+    /// Runs Rust work, turning a panic into XDAL_ERROR_INTERNAL.
+    fn catching(work: impl FnOnce() -> Result<(), Failure>) -> Result<(), Failure> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|p| {
+            Err(crate::error::failure!(XDAL_ERROR_INTERNAL, "stream work panicked: {}", panic_text(&p)))
+        })
     }
 
     /// Registers this stream as waiting for `marker`, unless it is already
@@ -299,7 +330,6 @@ impl Stream {
             }
         }
         self.completed.store(seq, SeqCst);
-        crate::fake().device(self.device).outstanding.fetch_sub(1, SeqCst);
         if self.has_waiters.load(SeqCst) {
             self.wake_waiters(seq);
         }

@@ -132,7 +132,7 @@ pub(super) unsafe extern "C" fn launch_kernel(
         // provides `size` readable bytes at each.
         let args = unsafe { Args::copy(args) };
         let launch = Arc::new(Launch::new(Arc::clone(&function), grid, block, shared_mem_bytes, args));
-        stream.enqueue(Op::Task(Box::new(move || launch.run())));
+        stream.enqueue(Op::Kernel(launch));
         Ok(())
     })
 }
