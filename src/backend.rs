@@ -204,8 +204,10 @@ fn fetch_table(label: &str, getter: xdal_backend_get_v1_fn) -> Result<xdal_backe
     let status = unsafe { getter(XDAL_ABI_VERSION_MAJOR, XDAL_ABI_VERSION_MINOR, &mut raw_table) };
     if status != xdal_status::XDAL_SUCCESS as xdal_status_raw {
         let mut why = format!(
-            "backend {label} refused to start: its getter returned {}",
-            xdal_status::from_raw(status).map_or("an unknown status", |s| s.name())
+            "backend {label} refused to start: its getter returned {} for this library's ABI {}.{}",
+            xdal_status::from_raw(status).map_or("an unknown status", |s| s.name()),
+            XDAL_ABI_VERSION_MAJOR,
+            XDAL_ABI_VERSION_MINOR
         );
         if label == "fake" {
             if let Some(reason) = xdal_fake::startup_error() {

@@ -79,7 +79,8 @@ pub struct xdal_backend_v1 {
 
     /// Required. Allocates `size` (> 0) bytes on `device`.
     pub mem_alloc: Option<unsafe extern "C" fn(device: c_int, size: usize, ptr: *mut *mut c_void) -> xdal_status_raw>,
-    /// Required. Frees a live allocation base of `device`.
+    /// Required. Frees a live allocation base of `device`. The front has
+    /// already waited for the device's pending work.
     pub mem_free: Option<unsafe extern "C" fn(device: c_int, ptr: *mut c_void) -> xdal_status_raw>,
     /// Allocates pinned host memory. Fallback: page-aligned host memory.
     pub mem_alloc_host: Option<unsafe extern "C" fn(size: usize, ptr: *mut *mut c_void) -> xdal_status_raw>,

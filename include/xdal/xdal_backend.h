@@ -106,7 +106,8 @@ typedef struct xdal_backend_v1 {
    */
   xdal_status_t (*mem_alloc)(int device, size_t size, void **ptr);
   /**
-   * Required. Frees a live allocation base of `device`.
+   * Required. Frees a live allocation base of `device`. The front has
+   * already waited for the device's pending work.
    */
   xdal_status_t (*mem_free)(int device, void *ptr);
   /**

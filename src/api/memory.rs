@@ -79,14 +79,17 @@ pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status
 #[no_mangle]
 pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
     boundary("xdal_free", || {
+        let backend = backend()?;
         if ptr.is_null() {
             return Ok(());
         }
-        let backend = backend()?;
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
             return Err(not_freeable(backend, ptr, Memory::Device { device: 0, pooled: false }));
         };
         let device = allocation.device().unwrap_or_default();
+        // Pending work may still use the block: wait for it, as cudaFree
+        // does. A sticky error belongs to that work, not to this free.
+        let _ = crate::fallback::device::synchronize(backend, device);
         call!(backend, mem_free(device, ptr)).inspect_err(|_| REGISTRY.insert(allocation))?;
         count_free(backend, device, allocation.size);
         Ok(())
@@ -113,10 +116,10 @@ pub extern "C" fn xdal_malloc_host(ptr: *mut *mut c_void, size: usize) -> xdal_s
 #[no_mangle]
 pub extern "C" fn xdal_free_host(ptr: *mut c_void) -> xdal_status_t {
     boundary("xdal_free_host", || {
+        let backend = backend()?;
         if ptr.is_null() {
             return Ok(());
         }
-        let backend = backend()?;
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, |a| a.memory == Memory::Host) else {
             return Err(not_freeable(backend, ptr, Memory::Host));
         };
@@ -148,11 +151,11 @@ pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: 
 #[no_mangle]
 pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xdal_status_t {
     boundary("xdal_free_async", || {
+        let backend = backend()?;
         if ptr.is_null() {
             return Ok(());
         }
         let stream = crate::objects::stream(stream)?;
-        let backend = backend()?;
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
             return Err(not_freeable(backend, ptr, Memory::Device { device: 0, pooled: true }));
         };

@@ -113,10 +113,9 @@ impl FakeDevice {
         Ok(self.region.view_addr(offset))
     }
 
-    /// Frees a plain or pooled allocation at its base, after the device's
-    /// pending work (which may still use it) is done, as cudaFree does.
+    /// Frees a plain or pooled allocation at its base. The front has waited
+    /// for the device's pending work, which may still use it.
     pub fn free(&self, addr: usize) -> FakeResult<()> {
-        self.wait_idle();
         let offset = self.region.offset_of(addr);
         let pooled = lock(&self.pool).remove_live(offset);
         match (pooled, self.heap_free(offset)) {
@@ -217,16 +216,6 @@ impl FakeDevice {
         lock(&self.streams).values().filter_map(Weak::upgrade).collect()
     }
 
-    /// Waits until no work is pending on the device's streams.
-    pub fn wait_idle(&self) {
-        if self.busy_streams.load(SeqCst) == 0 {
-            return;
-        }
-        for stream in self.live_streams() {
-            stream.wait_for(stream.last_enqueued());
-        }
-    }
-
     /// Waits for every stream of the device; returns the first sticky error.
     pub fn synchronize(&self) -> FakeResult<()> {
         if self.busy_streams.load(SeqCst) == 0 && self.failed_streams.load(SeqCst) == 0 {
@@ -234,7 +223,9 @@ impl FakeDevice {
         }
         let mut first_error = Ok(());
         for stream in self.live_streams() {
-            if let Err(e) = stream.synchronize() {
+            // A destroyed stream's work is waited for; its error is gone
+            // with its handle.
+            if let Err(e) = stream.synchronize().or_else(|e| if stream.is_destroyed() { Ok(()) } else { Err(e) }) {
                 first_error = first_error.and(Err(e));
             }
         }

@@ -89,6 +89,9 @@ pub(crate) struct Stream {
     /// Sequence number of the first failed operation; u64::MAX when none.
     error_seq: AtomicU64,
     error: Mutex<Option<Failure>>,
+    /// Set by `xdal_stream_destroy`: the stream's sticky error no longer
+    /// counts for its device, though its pending work still runs.
+    destroyed: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -113,6 +116,7 @@ impl Stream {
             sleep_cv: Condvar::new(),
             error_seq: AtomicU64::new(u64::MAX),
             error: Mutex::new(None),
+            destroyed: AtomicBool::new(false),
         }
     }
 
@@ -151,6 +155,19 @@ impl Stream {
         let _pending = lock(&self.pending);
         let enqueued = self.enqueued.load(SeqCst);
         self.passed(enqueued).then_some(enqueued)
+    }
+
+    /// The user destroyed the stream: its error stops counting for the
+    /// device (the error slot's lock orders this against a failure).
+    pub fn mark_destroyed(&self) {
+        let error = lock(&self.error);
+        if !self.destroyed.swap(true, SeqCst) && error.is_some() {
+            crate::fake().device(self.device).failed_streams.fetch_sub(1, SeqCst);
+        }
+    }
+
+    pub fn is_destroyed(&self) -> bool {
+        self.destroyed.load(SeqCst)
     }
 
     /// Sequence number of the last operation enqueued.
@@ -323,10 +340,13 @@ impl Stream {
     fn complete_one(&self, result: Result<(), Failure>) {
         let seq = self.completed.load(Relaxed) + 1;
         if let Err(failure) = result {
-            if self.error_seq.load(Relaxed) == u64::MAX {
-                *lock(&self.error) = Some(failure);
+            let mut error = lock(&self.error);
+            if error.is_none() {
+                *error = Some(failure);
                 self.error_seq.store(seq, Release);
-                crate::fake().device(self.device).failed_streams.fetch_add(1, SeqCst);
+                if !self.destroyed.load(SeqCst) {
+                    crate::fake().device(self.device).failed_streams.fetch_add(1, SeqCst);
+                }
             }
         }
         self.completed.store(seq, SeqCst);
@@ -357,10 +377,7 @@ impl Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        let device = crate::fake().device(self.device);
-        if self.error_seq.load(SeqCst) != u64::MAX {
-            device.failed_streams.fetch_sub(1, SeqCst);
-        }
-        device.forget_stream(self.id);
+        self.mark_destroyed();
+        crate::fake().device(self.device).forget_stream(self.id);
     }
 }

@@ -119,7 +119,7 @@ fn dropping_a_stream_lets_its_work_finish() {
     stream.enqueue(task(move || flag.store(true, SeqCst)));
     drop(stream);
     open.store(true, SeqCst);
-    crate::fake().device(0).wait_idle();
+    crate::fake().device(0).synchronize().unwrap();
     assert!(done.load(SeqCst));
 }
 

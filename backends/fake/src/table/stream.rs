@@ -30,7 +30,8 @@ pub(super) unsafe extern "C" fn destroy(stream: xdal_backend_stream_t) -> xdal_s
     entry(|| {
         // SAFETY: the front gives up its reference exactly once; queued work
         // and events hold their own, so pending work still completes.
-        drop(unsafe { Arc::from_raw(stream as *const Stream) });
+        let stream = unsafe { Arc::from_raw(stream as *const Stream) };
+        stream.mark_destroyed();
         Ok(())
     })
 }
