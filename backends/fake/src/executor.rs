@@ -7,20 +7,25 @@ use crate::stream::Stream;
 use crossbeam_queue::SegQueue;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::time::Duration;
 
 /// Number of priority levels; level 0 is served first.
 pub(crate) const LEVELS: usize = 3;
 
-/// How long an idle worker keeps looking for work before it sleeps: long
-/// enough to catch the next item of a busy producer without a wake-up.
-const SPIN: Duration = Duration::from_micros(50);
+/// How many times the spinning worker looks for work before it sleeps
+/// (tens of microseconds): long enough to catch the next item of a busy
+/// producer without a wake-up.
+const SPIN_ROUNDS: u32 = 20_000;
 
 pub(crate) struct Executor {
     queues: [SegQueue<Arc<Stream>>; LEVELS],
     /// Kernel launches with blocks left for any idle worker to run.
     launches: SegQueue<Arc<Launch>>,
     sleepers: AtomicUsize,
+    /// Idle workers looking for work without sleeping: at most one, so that
+    /// on a small machine the threads producing work keep their cores.
+    spinners: AtomicUsize,
+    /// Workers running a stream or a launch's blocks right now.
+    active: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
     workers: usize,
@@ -33,6 +38,8 @@ impl Executor {
             queues: Default::default(),
             launches: SegQueue::new(),
             sleepers: AtomicUsize::new(0),
+            spinners: AtomicUsize::new(0),
+            active: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
             workers,
@@ -62,7 +69,9 @@ impl Executor {
         // Pairs with the fence in `park`: either the sleeper sees the new
         // item, or we see the sleeper.
         fence(Ordering::SeqCst);
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
+        // A spinning worker will find the item: a wake-up (a system call)
+        // is needed only when nobody is looking.
+        if self.spinners.load(Ordering::SeqCst) == 0 && self.sleepers.load(Ordering::SeqCst) > 0 {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.wake.notify_one();
         }
@@ -89,16 +98,30 @@ impl Executor {
         loop {
             // Blocks of a running launch first: its stream is waiting on them.
             if let Some(launch) = self.launches.pop() {
+                self.active.fetch_add(1, Ordering::Relaxed);
                 launch.help();
+                self.active.fetch_sub(1, Ordering::Relaxed);
                 continue;
             }
             if let Some(stream) = self.pop() {
+                self.active.fetch_add(1, Ordering::Relaxed);
                 stream.run_if_queued();
+                self.active.fetch_sub(1, Ordering::Relaxed);
                 continue;
             }
-            let deadline = std::time::Instant::now() + SPIN;
-            while !self.has_work() && std::time::Instant::now() < deadline {
-                std::hint::spin_loop();
+            // Spin only where a core is left over: on two cores, one worker
+            // running a stream and one producing work are all it can hold.
+            let room = self.active.load(Ordering::Relaxed) + 1 < self.workers.max(2);
+            if room && self.spinners.compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+                let mut rounds = 0;
+                while !self.has_work() && rounds < SPIN_ROUNDS {
+                    std::hint::spin_loop();
+                    rounds += 1;
+                }
+                // Pairs with the fence in `wake_one`: a producer that saw us
+                // spinning did not wake anyone, so look once more.
+                self.spinners.store(0, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
             }
             if !self.has_work() {
                 self.park();

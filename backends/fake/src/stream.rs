@@ -7,10 +7,38 @@
 //! waits and the stream-ordered pool are all built on that.
 use crate::error::{panic_text, Failure};
 use crate::event::Marker;
-use std::collections::VecDeque;
+use crossbeam_queue::SegQueue;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// A lock for the few instructions of an enqueue: contended only by
+/// producers of the same stream, so spinning beats sleeping.
+#[derive(Default)]
+struct SpinLock(AtomicBool);
+
+struct SpinGuard<'a>(&'a AtomicBool);
+
+impl SpinLock {
+    fn lock(&self) -> SpinGuard<'_> {
+        let mut spins = 0u32;
+        while self.0.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        SpinGuard(&self.0)
+    }
+}
+
+impl Drop for SpinGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Release);
+    }
+}
 
 /// Keeps a value on a cache line (pair) of its own.
 #[repr(align(128))]
@@ -27,6 +55,10 @@ const IDLE: u8 = 0;
 const QUEUED: u8 = 1;
 const RUNNING: u8 = 2;
 const BLOCKED: u8 = 3;
+
+/// How long a worker keeps an emptied stream before letting it go idle
+/// (a few microseconds: the gap between two enqueues of a busy producer).
+const LINGER_ROUNDS: u32 = 2_000;
 
 /// How long a waiting host thread spins before it sleeps.
 const SPIN_ROUNDS: u32 = 4000;
@@ -66,15 +98,21 @@ pub(crate) enum Op {
 
 enum Step {
     Done(Result<(), Failure>),
-    Blocked(Op),
+    Blocked,
 }
 
 pub(crate) struct Stream {
     pub device: usize,
     level: usize,
     id: u64,
-    pending: Mutex<VecDeque<Op>>,
-    batch: Mutex<VecDeque<Op>>,
+    /// Operations not yet started, in order. Producers push under
+    /// `producer`; the runner pops without any lock.
+    pending: SegQueue<Op>,
+    /// Serialises producers, so sequence numbers follow queue order.
+    producer: SpinLock,
+    /// A wait that blocked, to run first when the stream resumes. Only the
+    /// runner touches it.
+    stalled: Mutex<Option<Op>>,
     /// Written by producers on every enqueue.
     enqueued: CachePadded<AtomicU64>,
     /// Written by the runner after every operation: on its own cache line,
@@ -104,8 +142,9 @@ impl Stream {
             device,
             level,
             id,
-            pending: Mutex::new(VecDeque::new()),
-            batch: Mutex::new(VecDeque::new()),
+            pending: SegQueue::new(),
+            producer: SpinLock::default(),
+            stalled: Mutex::new(None),
             enqueued: CachePadded(AtomicU64::new(0)),
             completed: CachePadded(AtomicU64::new(0)),
             state: AtomicU8::new(IDLE),
@@ -136,9 +175,9 @@ impl Stream {
     /// Enqueues the operation `make` builds from its own sequence number.
     pub fn enqueue_with(self: &Arc<Self>, make: impl FnOnce(u64) -> Op) -> u64 {
         let seq = {
-            let mut pending = lock(&self.pending);
+            let _producer = self.producer.lock();
             let seq = self.enqueued.load(Relaxed) + 1;
-            pending.push_back(make(seq));
+            self.pending.push(make(seq));
             self.enqueued.store(seq, SeqCst);
             seq
         };
@@ -152,7 +191,7 @@ impl Stream {
     /// The current point if the stream has nothing pending: then a new
     /// point needs no operation, it is reached already.
     pub fn idle_point(&self) -> Option<u64> {
-        let _pending = lock(&self.pending);
+        let _producer = self.producer.lock();
         let enqueued = self.enqueued.load(SeqCst);
         self.passed(enqueued).then_some(enqueued)
     }
@@ -241,31 +280,39 @@ impl Stream {
     /// Runs the stream if it is waiting in a run queue; called by workers.
     pub fn run_if_queued(self: &Arc<Self>) {
         if self.state.compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed).is_ok() {
-            self.run();
+            self.run_lingering(LINGER_ROUNDS);
         }
     }
 
     /// Drains the stream. The caller owns the RUNNING state.
     fn run(self: &Arc<Self>) {
+        self.run_lingering(0)
+    }
+
+    /// Drains the stream; once it is empty, keeps looking for `linger`
+    /// rounds before letting it go idle: a producer in the middle of a burst
+    /// then finds it still running, and nobody pays for a wake-up.
+    fn run_lingering(self: &Arc<Self>, linger: u32) {
         loop {
-            let mut batch = lock(&self.batch);
+            let mut next = lock(&self.stalled).take();
             loop {
-                if batch.is_empty() {
-                    std::mem::swap(&mut *batch, &mut *lock(&self.pending));
-                }
-                let Some(op) = batch.pop_front() else { break };
-                match self.execute(op) {
-                    Step::Done(result) => self.complete_one(result),
-                    Step::Blocked(op) => {
-                        // State is BLOCKED and we are registered as a waiter;
-                        // the waker reschedules us. The batch lock keeps a new
-                        // runner out until the op is back at the front.
-                        batch.push_front(op);
-                        return;
+                while let Some(op) = next.take().or_else(|| self.pending.pop()) {
+                    match self.execute(op) {
+                        Step::Done(result) => self.complete_one(result),
+                        // State is BLOCKED, the op is in `stalled` and we are
+                        // registered as a waiter: the waker reschedules us.
+                        Step::Blocked => return,
                     }
                 }
+                let mut rounds = 0;
+                while self.pending.is_empty() && rounds < linger {
+                    std::hint::spin_loop();
+                    rounds += 1;
+                }
+                if self.pending.is_empty() {
+                    break;
+                }
             }
-            drop(batch);
             self.state.store(IDLE, SeqCst);
             let more = self.enqueued.load(SeqCst) > self.completed.load(SeqCst);
             if more && self.state.compare_exchange(IDLE, RUNNING, SeqCst, Relaxed).is_ok() {
@@ -302,8 +349,8 @@ impl Stream {
                 Step::Done(Ok(()))
             }
             Op::Wait(marker) => {
-                if self.block_on(&marker) {
-                    Step::Blocked(Op::Wait(marker))
+                if self.block_on(marker) {
+                    Step::Blocked
                 } else {
                     Step::Done(Ok(()))
                 }
@@ -322,18 +369,22 @@ impl Stream {
 
     /// Registers this stream as waiting for `marker`, unless it is already
     /// passed. Returns whether the stream must stop running.
-    fn block_on(self: &Arc<Self>, marker: &Marker) -> bool {
-        let target = &marker.stream;
-        if Arc::ptr_eq(target, self) || target.passed(marker.seq) {
+    fn block_on(self: &Arc<Self>, marker: Arc<Marker>) -> bool {
+        let (target, seq) = (marker.stream.clone(), marker.seq);
+        if Arc::ptr_eq(&target, self) || target.passed(seq) {
             return false;
         }
+        // Parked before we register: the waker may resume us (on another
+        // thread) the moment we are registered.
+        *lock(&self.stalled) = Some(Op::Wait(marker));
         let mut waiters = lock(&target.waiters);
         target.has_waiters.store(true, SeqCst);
-        if target.completed.load(SeqCst) >= marker.seq {
+        if target.completed.load(SeqCst) >= seq {
+            lock(&self.stalled).take();
             return false;
         }
         self.state.store(BLOCKED, SeqCst);
-        waiters.push((marker.seq, self.clone()));
+        waiters.push((seq, self.clone()));
         true
     }
 
