@@ -26,6 +26,10 @@ pub(crate) struct Executor {
     spinners: AtomicUsize,
     /// Workers running a stream or a launch's blocks right now.
     active: AtomicUsize,
+    /// Threads inside an operation that may take long or block (a host
+    /// function, a kernel, a large copy): while every active worker is in
+    /// one, new work needs another worker woken.
+    in_long_ops: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
     workers: usize,
@@ -40,6 +44,7 @@ impl Executor {
             sleepers: AtomicUsize::new(0),
             spinners: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
+            in_long_ops: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
             workers,
@@ -69,9 +74,12 @@ impl Executor {
         // Pairs with the fence in `park`: either the sleeper sees the new
         // item, or we see the sleeper.
         fence(Ordering::SeqCst);
-        // A spinning worker will find the item: a wake-up (a system call)
-        // is needed only when nobody is looking.
-        if self.spinners.load(Ordering::SeqCst) == 0 && self.sleepers.load(Ordering::SeqCst) > 0 {
+        // A wake-up is a system call: needed only when nobody will look at
+        // the queue soon, that is when no worker spins and every running
+        // worker is inside an operation that may take long (or none runs).
+        let nobody_looking = self.spinners.load(Ordering::SeqCst) == 0
+            && self.active.load(Ordering::SeqCst) <= self.in_long_ops.load(Ordering::SeqCst);
+        if nobody_looking && self.sleepers.load(Ordering::SeqCst) > 0 {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.wake.notify_one();
         }
@@ -86,11 +94,21 @@ impl Executor {
         }
     }
 
+    /// Marks the calling thread as inside a possibly long operation until
+    /// the guard drops, waking a worker for work already queued.
+    pub fn long_op(&'static self) -> LongOp {
+        self.in_long_ops.fetch_add(1, Ordering::SeqCst);
+        if self.has_work() {
+            self.wake_one();
+        }
+        LongOp(self)
+    }
+
     fn pop(&self) -> Option<Arc<Stream>> {
         self.queues.iter().find_map(|q| q.pop())
     }
 
-    fn has_work(&self) -> bool {
+    pub fn has_work(&self) -> bool {
         !self.launches.is_empty() || self.queues.iter().any(|q| !q.is_empty())
     }
 
@@ -98,15 +116,15 @@ impl Executor {
         loop {
             // Blocks of a running launch first: its stream is waiting on them.
             if let Some(launch) = self.launches.pop() {
-                self.active.fetch_add(1, Ordering::Relaxed);
+                self.active.fetch_add(1, Ordering::SeqCst);
                 launch.help();
-                self.active.fetch_sub(1, Ordering::Relaxed);
+                self.active.fetch_sub(1, Ordering::SeqCst);
                 continue;
             }
             if let Some(stream) = self.pop() {
-                self.active.fetch_add(1, Ordering::Relaxed);
+                self.active.fetch_add(1, Ordering::SeqCst);
                 stream.run_if_queued();
-                self.active.fetch_sub(1, Ordering::Relaxed);
+                self.active.fetch_sub(1, Ordering::SeqCst);
                 continue;
             }
             // Spin only where a core is left over: on two cores, one worker
@@ -137,5 +155,14 @@ impl Executor {
             drop(self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()));
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// See `Executor::long_op`.
+pub(crate) struct LongOp(&'static Executor);
+
+impl Drop for LongOp {
+    fn drop(&mut self) {
+        self.0.in_long_ops.fetch_sub(1, Ordering::SeqCst);
     }
 }

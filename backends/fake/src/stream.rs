@@ -60,6 +60,14 @@ const BLOCKED: u8 = 3;
 /// (a few microseconds: the gap between two enqueues of a busy producer).
 const LINGER_ROUNDS: u32 = 2_000;
 
+/// Copies and sets from this size on may take long enough that other
+/// streams should not wait for the worker running them.
+const LONG_COPY: usize = 1 << 20;
+
+/// Operations a worker runs from one stream before it lets other queued
+/// streams have a turn.
+const BUDGET: u32 = 256;
+
 /// How long a waiting host thread spins before it sleeps.
 const SPIN_ROUNDS: u32 = 4000;
 
@@ -268,12 +276,15 @@ impl Stream {
                 std::hint::spin_loop();
                 continue;
             }
+            // Sleep until the point is passed, or until the stream is queued
+            // again (a wait it was blocked on was satisfied): then help run it.
             let mut guard = lock(&self.sleep_lock);
             self.sleepers.fetch_add(1, SeqCst);
-            while !self.passed(seq) {
+            while !self.passed(seq) && self.state.load(SeqCst) != QUEUED {
                 guard = self.sleep_cv.wait(guard).unwrap_or_else(|e| e.into_inner());
             }
             self.sleepers.fetch_sub(1, SeqCst);
+            drop(guard);
         }
     }
 
@@ -295,6 +306,7 @@ impl Stream {
     fn run_lingering(self: &Arc<Self>, linger: u32) {
         loop {
             let mut next = lock(&self.stalled).take();
+            let mut budget = BUDGET;
             loop {
                 while let Some(op) = next.take().or_else(|| self.pending.pop()) {
                     match self.execute(op) {
@@ -303,9 +315,20 @@ impl Stream {
                         // registered as a waiter: the waker reschedules us.
                         Step::Blocked => return,
                     }
+                    budget -= 1;
+                    if budget == 0 && linger > 0 && crate::fake().executor.has_work() {
+                        // Fair turns: back into the run queue, behind the
+                        // streams already waiting. (Workers only: a host
+                        // thread helping with a synchronize keeps going.)
+                        self.state.store(QUEUED, SeqCst);
+                        crate::fake().executor.schedule(self.clone());
+                        return;
+                    }
                 }
+                // Linger only while no other stream waits for a worker.
+                let executor = &crate::fake().executor;
                 let mut rounds = 0;
-                while self.pending.is_empty() && rounds < linger {
+                while self.pending.is_empty() && rounds < linger && !executor.has_work() {
                     std::hint::spin_loop();
                     rounds += 1;
                 }
@@ -328,17 +351,20 @@ impl Stream {
     fn execute(self: &Arc<Self>, op: Op) -> Step {
         match op {
             Op::Copy { dst, src, len } => {
+                let _long = (len >= LONG_COPY).then(|| crate::fake().executor.long_op());
                 // SAFETY: the front checked both ranges at enqueue; device
                 // addresses were translated to the backend alias.
                 unsafe { std::ptr::copy(src.0 as *const u8, dst.0 as *mut u8, len) };
                 Step::Done(Ok(()))
             }
             Op::Set { dst, value, len } => {
+                let _long = (len >= LONG_COPY).then(|| crate::fake().executor.long_op());
                 // SAFETY: as for Copy.
                 unsafe { std::ptr::write_bytes(dst.0 as *mut u8, value, len) };
                 Step::Done(Ok(()))
             }
             Op::Host { func, data } => {
+                let _long = crate::fake().executor.long_op();
                 // SAFETY: the caller gave a valid function and its argument;
                 // running it once here, in stream order, is the contract.
                 unsafe { func(data.0) };
@@ -355,8 +381,14 @@ impl Stream {
                     Step::Done(Ok(()))
                 }
             }
-            Op::Kernel(launch) => Step::Done(Self::catching(|| launch.run())),
-            Op::Task(task) => Step::Done(Self::catching(task)),
+            Op::Kernel(launch) => {
+                let _long = crate::fake().executor.long_op();
+                Step::Done(Self::catching(|| launch.run()))
+            }
+            Op::Task(task) => {
+                let _long = crate::fake().executor.long_op();
+                Step::Done(Self::catching(task))
+            }
         }
     }
 
@@ -404,6 +436,11 @@ impl Stream {
         if self.has_waiters.load(SeqCst) {
             self.wake_waiters(seq);
         }
+        self.notify_sleepers();
+    }
+
+    /// Wakes host threads waiting on this stream, if any.
+    fn notify_sleepers(&self) {
         if self.sleepers.load(SeqCst) > 0 {
             let _guard = lock(&self.sleep_lock);
             self.sleep_cv.notify_all();
@@ -418,6 +455,7 @@ impl Stream {
             }
             stream.state.store(QUEUED, SeqCst);
             crate::fake().executor.schedule(stream.clone());
+            stream.notify_sleepers();
             false
         });
         if waiters.is_empty() {
