@@ -12,6 +12,7 @@ command -v cmake >/dev/null || missing+=(cmake)
 command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v cc >/dev/null || missing+=(gcc)
 command -v c++ >/dev/null || missing+=(g++)
+command -v abidiff >/dev/null || missing+=(abigail-tools)  # abidw/abidiff for the ABI check (ctest -L abi)
 if ((${#missing[@]})); then
   echo "== installing ${missing[*]}"
   sudo_cmd=()

@@ -1,0 +1,142 @@
+//! `xdal-abi check`: the current build against every baseline of its ABI
+//! major, by the checker's own rules and by abidiff.
+use crate::abidiff;
+use crate::baseline::{self, Baseline};
+use crate::compare::{self, Kind, Report};
+use crate::model::Description;
+use crate::scratch::Scratch;
+use std::path::{Path, PathBuf};
+
+pub struct Options<'a> {
+    pub headers: &'a Path,
+    pub library: &'a Path,
+    /// The library with full debug info, for abidw (default: `library`).
+    pub debug_library: Option<&'a Path>,
+    pub baselines: &'a Path,
+    pub abidiff: bool,
+}
+
+fn print(report: &Report) {
+    for f in &report.findings {
+        let tag = match f.kind {
+            Kind::Break => "BREAK",
+            Kind::Addition => "added",
+        };
+        println!("  {tag}  {}", f.message);
+    }
+}
+
+/// The abidw record of the current build, made once for all baselines.
+struct CurrentXml<'a> {
+    library: &'a Path,
+    scratch: Scratch,
+    made: Option<PathBuf>,
+}
+
+impl CurrentXml<'_> {
+    fn path(&mut self) -> Result<&Path, String> {
+        if self.made.is_none() {
+            let out = self.scratch.path().join("current.abidw.xml");
+            abidiff::abidw(self.library, &out)?;
+            self.made = Some(out);
+        }
+        Ok(self.made.as_deref().expect("made above"))
+    }
+}
+
+/// Runs abidiff against one baseline; true when nothing unallowed remains.
+fn abidiff_against(b: &Baseline, current: &mut CurrentXml) -> Result<bool, String> {
+    let base_xml = b.dir.join(baseline::ABIDW_XML);
+    if !base_xml.exists() {
+        return Err(format!(
+            "{} is missing: refreeze the baseline with abidw, or pass --no-abidiff",
+            base_xml.display()
+        ));
+    }
+    let policy = current.scratch.path().join(format!("policy-{}.suppr", b.label));
+    std::fs::write(&policy, abidiff::policy_suppressions(&b.description))
+        .map_err(|e| format!("cannot write {}: {e}", policy.display()))?;
+    let allow = b.dir.join(baseline::ALLOW_LIST);
+    let mut suppressions = vec![policy.as_path()];
+    if allow.exists() {
+        suppressions.push(&allow);
+    }
+    let cur_xml = current.path()?.to_path_buf();
+    let verdict = abidiff::abidiff(&base_xml, &cur_xml, &suppressions)?;
+    if verdict.status == 0 {
+        println!("  abidiff: no change outside the policy and {}", allow.display());
+        return Ok(true);
+    }
+    println!(
+        "  BREAK  abidiff reports {} (status {}) not covered by the allow-list {}:",
+        verdict.meaning(),
+        verdict.status,
+        allow.display()
+    );
+    for line in verdict.report.lines() {
+        println!("         | {line}");
+    }
+    Ok(false)
+}
+
+/// Returns whether the build passes.
+pub fn check(o: &Options) -> Result<bool, String> {
+    let cur: Description = crate::describe::describe(o.headers, o.library)?;
+    let Some((major, minor)) = cur.abi_version() else {
+        return Err("the headers define no XDAL_ABI_VERSION_MAJOR/XDAL_ABI_VERSION_MINOR".into());
+    };
+    let soname = cur.soname.clone().unwrap_or_else(|| "no SONAME".into());
+    println!(
+        "xdal-abi check: {} ({soname}), headers {}: ABI {major}.{minor}",
+        o.library.display(),
+        o.headers.display()
+    );
+    let mut failed = false;
+    let own = compare::consistency(&cur);
+    print(&own);
+    failed |= own.count(Kind::Break) > 0;
+
+    let all = baseline::load_all(o.baselines)?;
+    for b in all.iter().filter(|b| b.version.0 > major) {
+        println!("  BREAK  ABI major went backwards: baseline {} exists, the headers say {major}.{minor}", b.label);
+        failed = true;
+    }
+    let same: Vec<&Baseline> = all.iter().filter(|b| b.version.0 == major).collect();
+    if same.is_empty() {
+        println!("  note   no baseline of ABI major {major} in {}: nothing to compare against", o.baselines.display());
+    }
+    let mut current =
+        CurrentXml { library: o.debug_library.unwrap_or(o.library), scratch: Scratch::new("check")?, made: None };
+    let mut results = Vec::new();
+    for b in same {
+        println!("== against baseline {} ({})", b.label, b.dir.display());
+        let report = compare::compare(&b.description, &cur, &b.label);
+        print(&report);
+        let breaks = report.count(Kind::Break);
+        let abidiff_ok = !o.abidiff || abidiff_against(b, &mut current)?;
+        if breaks > 0 {
+            println!(
+                "  {breaks} ABI break(s) within major {major}: revert them, or make them in a new major \
+                 (XDAL_ABI_VERSION_MAJOR and the SONAME), see docs/abi-policy.md"
+            );
+        } else if report.count(Kind::Addition) > 0 && (major, minor) == b.version {
+            println!(
+                "  note   additions since {} while XDAL_ABI_VERSION_MINOR is still {minor}: bump it, and \
+                 freeze the new baseline, when releasing",
+                b.label
+            );
+        }
+        let ok = breaks == 0 && abidiff_ok;
+        failed |= !ok;
+        results.push(format!("{} {}", b.label, if ok { "ok" } else { "FAILED" }));
+    }
+    if !o.abidiff {
+        println!("  note   abidiff skipped (--no-abidiff)");
+    }
+    let verdict = if failed { "FAILED" } else { "passed" };
+    println!(
+        "xdal-abi check {verdict}: {}",
+        if results.is_empty() { "no baseline".into() } else { results.join(", ") }
+    );
+    Ok(!failed)
+}

@@ -1,0 +1,137 @@
+//! xdal-abi: records the C ABI of an xdal build and checks it against the
+//! frozen baselines of released versions (docs/abi-policy.md).
+//!
+//! It works from the artefacts alone, the headers and the built library, so
+//! that a vendor can run it on their own fork:
+//!
+//! ```text
+//! xdal-abi dump   --headers include/xdal --library build/lib/libxdal.so.1.0.0 --out abi.json
+//! xdal-abi check  --headers include/xdal --library build/lib/libxdal.so.1.0.0 \
+//!                 --debug-library target/debug/libxdal.so --baselines abi/baselines
+//! xdal-abi freeze 1.0 --headers include/xdal --library target/debug/libxdal.so --baselines abi/baselines
+//! ```
+mod abidiff;
+mod baseline;
+mod check;
+mod compare;
+mod ctype;
+mod describe;
+mod elf;
+mod freeze;
+mod header;
+mod model;
+mod probe;
+mod scratch;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "xdal-abi", version, about = "Records xdal's C ABI and checks builds against released baselines")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The artefacts of one build.
+#[derive(Args)]
+struct Build {
+    /// Directory of the public headers (every *.h in it is read).
+    #[arg(long)]
+    headers: PathBuf,
+    /// The built shared library (symbols and SONAME).
+    #[arg(long)]
+    library: PathBuf,
+    /// The same library built with full debug info, for abidw (default:
+    /// --library). A release build keeps only line tables, which carry no types.
+    #[arg(long)]
+    debug_library: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write the description of a build (symbols, signatures, layouts, enums, macros) as JSON.
+    Dump {
+        #[command(flatten)]
+        build: Build,
+        /// Where to write it (default: standard output).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Also write libabigail's record (abidw XML) of the library here.
+        #[arg(long)]
+        abidw_out: Option<PathBuf>,
+    },
+    /// Compare a build against every baseline of its ABI major; fails on any break.
+    Check {
+        #[command(flatten)]
+        build: Build,
+        /// Directory holding one <major>.<minor>/ directory per released ABI.
+        #[arg(long)]
+        baselines: PathBuf,
+        /// Skip the abidiff comparison (the checker's own rules still run).
+        #[arg(long)]
+        no_abidiff: bool,
+    },
+    /// Record a build as the baseline of ABI <VERSION> (headers, description, abidw XML).
+    Freeze {
+        /// The ABI version, <major>.<minor>; must match the headers' version macros.
+        version: String,
+        #[command(flatten)]
+        build: Build,
+        #[arg(long)]
+        baselines: PathBuf,
+        /// Overwrite an existing baseline (only one that was never released).
+        #[arg(long)]
+        force: bool,
+        /// Do not record the abidw XML.
+        #[arg(long)]
+        no_abidiff: bool,
+    },
+}
+
+fn dump(build: &Build, out: Option<&PathBuf>, abidw_out: Option<&PathBuf>) -> Result<(), String> {
+    let d = describe::describe(&build.headers, &build.library)?;
+    match out {
+        Some(path) => std::fs::write(path, d.to_json()).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        None => print!("{}", d.to_json()),
+    }
+    if let Some(xml) = abidw_out {
+        abidiff::abidw(build.debug_library.as_deref().unwrap_or(&build.library), xml)?;
+    }
+    Ok(())
+}
+
+fn run(cli: Cli) -> Result<bool, String> {
+    match cli.command {
+        Command::Dump { build, out, abidw_out } => dump(&build, out.as_ref(), abidw_out.as_ref()).map(|()| true),
+        Command::Check { build, baselines, no_abidiff } => check::check(&check::Options {
+            headers: &build.headers,
+            library: &build.library,
+            debug_library: build.debug_library.as_deref(),
+            baselines: &baselines,
+            abidiff: !no_abidiff,
+        }),
+        Command::Freeze { version, build, baselines, force, no_abidiff } => freeze::freeze(&freeze::Options {
+            version: &version,
+            headers: &build.headers,
+            library: &build.library,
+            debug_library: build.debug_library.as_deref(),
+            baselines: &baselines,
+            force,
+            abidiff: !no_abidiff,
+        })
+        .map(|()| true),
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("xdal-abi: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

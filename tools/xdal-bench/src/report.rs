@@ -1,0 +1,352 @@
+//! Rows of results, the text table and the JSON document.
+//!
+//! Every row holds one xdal figure (median, min, max over the batches) and,
+//! where there is one, the reference measured in the same run, with the
+//! comparison of the two medians: a ratio (xdal / reference, in the row's
+//! unit) or, for dispatch overhead, a difference. A target, when the issue
+//! sets one, is checked against the median (or the comparison) and shown as
+//! met or not; a missed target never changes the exit status.
+use crate::stats::{Samples, Stat};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// The unit of a row; every figure derives from seconds per operation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Unit {
+    /// Nanoseconds per operation.
+    NsPerOp,
+    /// Millions of operations per second.
+    MopsPerSec,
+    /// 10^9 bytes per second, for `bytes` bytes moved per operation.
+    GBps { bytes: f64 },
+    /// 10^9 floating-point operations per second, `flops` per operation.
+    GFlops { flops: f64 },
+    /// Bytes of resident memory per stream (the "per-op" figure is bytes).
+    BytesPerStream,
+}
+
+impl Unit {
+    pub fn label(self) -> &'static str {
+        match self {
+            Unit::NsPerOp => "ns/op",
+            Unit::MopsPerSec => "Mop/s",
+            Unit::GBps { .. } => "GB/s",
+            Unit::GFlops { .. } => "GFLOP/s",
+            Unit::BytesPerStream => "B/stream",
+        }
+    }
+
+    /// The figure for `per_op` seconds per operation.
+    pub fn figure(self, per_op: f64) -> f64 {
+        match self {
+            Unit::NsPerOp => per_op * 1e9,
+            Unit::MopsPerSec => 1e-6 / per_op,
+            Unit::GBps { bytes } => bytes / per_op / 1e9,
+            Unit::GFlops { flops } => flops / per_op / 1e9,
+            Unit::BytesPerStream => per_op,
+        }
+    }
+
+    pub fn stat(self, samples: &Samples) -> Stat {
+        samples.stat(|s| self.figure(s))
+    }
+}
+
+/// A target from the issue. Median-based goals compare the xdal median;
+/// ratio and difference goals compare it with the reference's median.
+#[derive(Clone, Copy, Debug)]
+pub enum Goal {
+    AtLeast(f64),
+    Below(f64),
+    RatioAtLeast(f64),
+    RatioAtMost(f64),
+    /// xdal median minus reference median, in the row's unit.
+    DiffBelow(f64),
+}
+
+/// How a row compares its figure with its reference.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compare {
+    /// xdal median / reference median.
+    Ratio,
+    /// xdal median - reference median.
+    Difference,
+}
+
+/// A measured reference.
+#[derive(Clone, Debug, Serialize)]
+pub struct Reference {
+    pub name: String,
+    #[serde(flatten)]
+    pub stat: Stat,
+}
+
+/// One line of the report.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub group: &'static str,
+    pub name: String,
+    pub unit: Unit,
+    pub stat: Stat,
+    pub reference: Option<Reference>,
+    pub compare: Compare,
+    pub goal: Option<Goal>,
+}
+
+impl Row {
+    pub fn new(group: &'static str, name: impl Into<String>, unit: Unit, samples: &Samples) -> Row {
+        Row {
+            group,
+            name: name.into(),
+            unit,
+            stat: unit.stat(samples),
+            reference: None,
+            compare: Compare::Ratio,
+            goal: None,
+        }
+    }
+
+    /// Adds the reference, measured in the same unit.
+    pub fn vs(mut self, name: impl Into<String>, samples: &Samples) -> Row {
+        self.reference = Some(Reference { name: name.into(), stat: self.unit.stat(samples) });
+        self
+    }
+
+    /// Compares by difference rather than ratio.
+    pub fn by_difference(mut self) -> Row {
+        self.compare = Compare::Difference;
+        self
+    }
+
+    pub fn goal(mut self, goal: Goal) -> Row {
+        self.goal = Some(goal);
+        self
+    }
+
+    /// The comparison with the reference's median, if there is a reference.
+    pub fn versus(&self) -> Option<f64> {
+        let reference = self.reference.as_ref()?.stat.median;
+        Some(match self.compare {
+            Compare::Ratio => self.stat.median / reference,
+            Compare::Difference => self.stat.median - reference,
+        })
+    }
+
+    /// The target in words.
+    pub fn goal_text(&self) -> Option<String> {
+        let unit = self.unit.label();
+        Some(match self.goal? {
+            Goal::AtLeast(v) => format!(">= {v} {unit}"),
+            Goal::Below(v) => format!("< {v} {unit}"),
+            Goal::RatioAtLeast(r) => format!(">= {r}x ref"),
+            Goal::RatioAtMost(r) => format!("<= {r}x ref"),
+            Goal::DiffBelow(v) => format!("< +{v} {}", unit.trim_end_matches("/op")),
+        })
+    }
+
+    /// Whether the target is met (None: no target, or no reference to compare).
+    pub fn met(&self) -> Option<bool> {
+        let median = self.stat.median;
+        Some(match self.goal? {
+            Goal::AtLeast(v) => median >= v,
+            Goal::Below(v) => median < v,
+            Goal::RatioAtLeast(r) => self.versus()? >= r,
+            Goal::RatioAtMost(r) => self.versus()? <= r,
+            Goal::DiffBelow(v) => self.versus()? < v,
+        })
+    }
+}
+
+/// A number with about four significant digits.
+pub fn number(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        format!("{v}")
+    } else if a >= 1000.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else if a >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+fn versus_text(row: &Row) -> String {
+    match (row.versus(), row.compare) {
+        (None, _) => "-".into(),
+        (Some(r), Compare::Ratio) => format!("{r:.2}x"),
+        (Some(d), Compare::Difference) => {
+            format!("{}{} {}", if d >= 0.0 { "+" } else { "" }, number(d), row.unit.label().trim_end_matches("/op"))
+        }
+    }
+}
+
+fn range(stat: &Stat) -> String {
+    format!("{} .. {}", number(stat.min), number(stat.max))
+}
+
+const HEADER: [&str; 10] = [
+    "measurement",
+    "median",
+    "min .. max",
+    "unit",
+    "reference",
+    "ref median",
+    "ref min .. max",
+    "vs ref",
+    "target",
+    "met",
+];
+
+/// The text table, one section per group.
+pub fn table(rows: &[Row]) -> String {
+    let cells: Vec<[String; 10]> = rows
+        .iter()
+        .map(|row| {
+            let (ref_name, ref_median, ref_range) = match &row.reference {
+                Some(r) => (r.name.clone(), number(r.stat.median), range(&r.stat)),
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            [
+                row.name.clone(),
+                number(row.stat.median),
+                range(&row.stat),
+                row.unit.label().into(),
+                ref_name,
+                ref_median,
+                ref_range,
+                versus_text(row),
+                row.goal_text().unwrap_or_else(|| "-".into()),
+                match row.met() {
+                    Some(true) => "yes".into(),
+                    Some(false) => "NO".into(),
+                    None => "-".into(),
+                },
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = HEADER.iter().map(|h| h.chars().count()).collect();
+    for line in &cells {
+        for (w, cell) in widths.iter_mut().zip(line) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    // Numbers right-aligned, words left-aligned.
+    let right = [false, true, true, false, false, true, true, true, false, false];
+    let format_line = |line: &[&str]| {
+        let mut out = String::new();
+        for (i, cell) in line.iter().enumerate() {
+            let pad = widths[i].saturating_sub(cell.chars().count());
+            if i > 0 {
+                out.push_str("  ");
+            }
+            if right[i] {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+            } else {
+                out.push_str(cell);
+                if i + 1 < line.len() {
+                    out.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        out.trim_end().to_string()
+    };
+    let mut out = String::new();
+    let header = format_line(&HEADER);
+    let mut group = "";
+    for (row, line) in rows.iter().zip(&cells) {
+        if row.group != group {
+            group = row.group;
+            let _ = writeln!(out, "\n== {group}");
+            let _ = writeln!(out, "{header}");
+        }
+        let line: Vec<&str> = line.iter().map(String::as_str).collect();
+        let _ = writeln!(out, "{}", format_line(&line));
+    }
+    out
+}
+
+/// One row in the JSON document.
+#[derive(Serialize)]
+struct JsonRow<'a> {
+    group: &'a str,
+    name: &'a str,
+    unit: &'a str,
+    #[serde(flatten)]
+    stat: Stat,
+    reference: Option<&'a Reference>,
+    compare: Compare,
+    vs_reference: Option<f64>,
+    target: Option<String>,
+    met: Option<bool>,
+}
+
+/// What the run was, for the JSON document and the table's heading.
+#[derive(Serialize)]
+pub struct RunInfo {
+    pub tool: &'static str,
+    pub version: String,
+    pub backend: String,
+    pub device: String,
+    pub mode: &'static str,
+    pub reps: usize,
+    pub batch_ms: f64,
+    pub cpus: usize,
+    pub wall_seconds: f64,
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    #[serde(flatten)]
+    info: &'a RunInfo,
+    rows: Vec<JsonRow<'a>>,
+}
+
+/// The JSON document: the run, then every row.
+pub fn json(info: &RunInfo, rows: &[Row]) -> String {
+    let rows = rows
+        .iter()
+        .map(|row| JsonRow {
+            group: row.group,
+            name: &row.name,
+            unit: row.unit.label(),
+            stat: row.stat,
+            reference: row.reference.as_ref(),
+            compare: row.compare,
+            vs_reference: row.versus(),
+            target: row.goal_text(),
+            met: row.met(),
+        })
+        .collect();
+    // Serializing plain data with string keys cannot fail; NaN becomes null.
+    serde_json::to_string_pretty(&Document { info, rows }).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}
+
+/// The targets, one line each: met or not, with the numbers.
+pub fn target_summary(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let (mut met, mut total) = (0, 0);
+    for row in rows {
+        let (Some(ok), Some(goal)) = (row.met(), row.goal_text()) else { continue };
+        total += 1;
+        met += usize::from(ok);
+        let figure = match row.goal {
+            Some(Goal::AtLeast(_) | Goal::Below(_)) => format!("{} {}", number(row.stat.median), row.unit.label()),
+            _ => versus_text(row),
+        };
+        let _ = writeln!(
+            out,
+            "  {}  {} / {}: {figure} (target {goal})",
+            if ok { "met   " } else { "missed" },
+            row.group,
+            row.name
+        );
+    }
+    format!("targets met: {met} of {total}\n{out}")
+}
