@@ -41,3 +41,6 @@ ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 
 echo "== xdal-info"
 cargo run --release --locked -q -p xdal-info
+
+echo "== xdal-bench --quick (keeps the benchmark working; no timing is asserted)"
+cargo run --release --locked -q -p xdal-bench -- --quick
