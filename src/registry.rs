@@ -38,10 +38,16 @@ impl Allocation {
 }
 
 pub(crate) struct Registry {
-    map: RwLock<BTreeMap<usize, Allocation>>,
+    /// Live allocations, and freed ones kept as tombstones (`None`) so that
+    /// a pool handing the same block out again rewrites an entry instead of
+    /// rebalancing the tree twice. A tombstone never overlaps a live entry:
+    /// inserting removes the tombstones it covers.
+    map: RwLock<BTreeMap<usize, Entry>>,
     /// Bumped by every insert and remove: a thread's cached answers are
     /// valid while it has not moved.
     generation: AtomicU64,
+    /// Tombstones in `map`.
+    tombstones: AtomicU64,
 }
 
 /// What an address is, as far as copies and sets care.
@@ -54,6 +60,16 @@ pub(crate) enum Place {
     /// Neither: ordinary host memory.
     Unknown,
 }
+
+#[derive(Clone, Copy)]
+struct Entry {
+    allocation: Option<Allocation>,
+    /// The freed allocation's size, for tombstones (to find overlaps).
+    size: usize,
+}
+
+/// Tombstones beyond this many (plus the live count) are swept at once.
+const TOMBSTONE_SLACK: usize = 1024;
 
 #[derive(Clone, Copy)]
 struct Recent {
@@ -76,12 +92,28 @@ thread_local! {
 
 impl Registry {
     pub const fn new() -> Registry {
-        Registry { map: RwLock::new(BTreeMap::new()), generation: AtomicU64::new(0) }
+        Registry { map: RwLock::new(BTreeMap::new()), generation: AtomicU64::new(0), tombstones: AtomicU64::new(0) }
     }
 
     pub fn insert(&self, allocation: Allocation) {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        map.insert(allocation.base, allocation);
+        let (base, end) = (allocation.base, allocation.base + allocation.size);
+        // Tombstones the new allocation covers, including one that starts
+        // before it and reaches into it.
+        let covered: Vec<usize> = map
+            .range(..end)
+            .rev()
+            .take_while(|(&b, e)| b >= base || b + e.size > base)
+            .filter(|(_, e)| e.allocation.is_none())
+            .map(|(&b, _)| b)
+            .collect();
+        for b in covered {
+            if b != base {
+                map.remove(&b);
+            }
+            self.tombstones.fetch_sub(1, Ordering::Relaxed);
+        }
+        map.insert(base, Entry { allocation: Some(allocation), size: allocation.size });
         self.generation.fetch_add(1, Ordering::Release);
     }
 
@@ -90,12 +122,16 @@ impl Registry {
     /// both succeed.
     pub fn remove_if(&self, base: usize, wanted: impl FnOnce(&Allocation) -> bool) -> Option<Allocation> {
         let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        if !wanted(map.get(&base)?) {
-            return None;
+        let entry = map.get_mut(&base)?;
+        let allocation = entry.allocation.filter(|a| wanted(a))?;
+        entry.allocation = None;
+        let tombstones = self.tombstones.fetch_add(1, Ordering::Relaxed) + 1;
+        if tombstones as usize > map.len() - tombstones as usize + TOMBSTONE_SLACK {
+            map.retain(|_, e| e.allocation.is_some());
+            self.tombstones.store(0, Ordering::Relaxed);
         }
-        let removed = map.remove(&base);
         self.generation.fetch_add(1, Ordering::Release);
-        removed
+        Some(allocation)
     }
 
     /// What `addr` is; `probe` tells whether an address outside every live
@@ -128,9 +164,11 @@ impl Registry {
     /// The allocation that contains `addr`, interior addresses included.
     #[inline]
     pub fn find(&self, addr: usize) -> Option<Allocation> {
+        // The nearest entry at or below `addr` decides: live entries do not
+        // overlap, and no tombstone lies inside a live allocation.
         let map = self.map.read().unwrap_or_else(|e| e.into_inner());
-        let (_, allocation) = map.range(..=addr).next_back()?;
-        (addr - allocation.base < allocation.size).then_some(*allocation)
+        let allocation = map.range(..=addr).next_back()?.1.allocation?;
+        (addr - allocation.base < allocation.size).then_some(allocation)
     }
 }
 
@@ -160,6 +198,16 @@ mod tests {
         assert!(matches!(registry.place(5000, |_| None), Place::DeviceSpace(1)), "cached");
         assert!(registry.remove_if(1000, |_| true).is_some());
         assert!(matches!(registry.place(1050, |_| None), Place::Unknown), "the cache is invalidated by a free");
-        assert!(registry.find(1000).is_none());
+        assert!(registry.remove_if(1000, |_| true).is_none(), "a double free finds nothing");
+        // A new allocation over the freed range (starting before it) is found
+        // everywhere inside it, the old tombstone notwithstanding.
+        registry.insert(Allocation { base: 900, size: 180, memory });
+        assert_eq!(registry.find(1050).unwrap().base, 900);
+        assert_eq!(registry.find(1079).unwrap().base, 900);
+        assert!(registry.find(1080).is_none());
+        // The same block handed out again rewrites its tombstone.
+        assert!(registry.remove_if(900, |_| true).is_some());
+        registry.insert(Allocation { base: 900, size: 180, memory });
+        assert_eq!(registry.find(950).unwrap().size, 180);
     }
 }
