@@ -121,6 +121,8 @@ pub(crate) struct Stream {
     /// A wait that blocked, to run first when the stream resumes. Only the
     /// runner touches it.
     stalled: Mutex<Option<Op>>,
+    /// Whether `stalled` holds an op: spares the lock on every run.
+    has_stalled: AtomicBool,
     /// Written by producers on every enqueue.
     enqueued: CachePadded<AtomicU64>,
     /// Written by the runner after every operation: on its own cache line,
@@ -153,6 +155,7 @@ impl Stream {
             pending: SegQueue::new(),
             producer: SpinLock::default(),
             stalled: Mutex::new(None),
+            has_stalled: AtomicBool::new(false),
             enqueued: CachePadded(AtomicU64::new(0)),
             completed: CachePadded(AtomicU64::new(0)),
             state: AtomicU8::new(IDLE),
@@ -305,7 +308,7 @@ impl Stream {
     /// then finds it still running, and nobody pays for a wake-up.
     fn run_lingering(self: &Arc<Self>, linger: u32) {
         loop {
-            let mut next = lock(&self.stalled).take();
+            let mut next = if self.has_stalled.swap(false, SeqCst) { lock(&self.stalled).take() } else { None };
             let mut budget = BUDGET;
             loop {
                 while let Some(op) = next.take().or_else(|| self.pending.pop()) {
@@ -409,9 +412,11 @@ impl Stream {
         // Parked before we register: the waker may resume us (on another
         // thread) the moment we are registered.
         *lock(&self.stalled) = Some(Op::Wait(marker));
+        self.has_stalled.store(true, SeqCst);
         let mut waiters = lock(&target.waiters);
         target.has_waiters.store(true, SeqCst);
         if target.completed.load(SeqCst) >= seq {
+            self.has_stalled.store(false, SeqCst);
             lock(&self.stalled).take();
             return false;
         }
