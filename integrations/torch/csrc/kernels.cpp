@@ -1,0 +1,241 @@
+// Host kernels for the fake backend (and any backend that runs host code),
+// launched through xdal_launch_kernel. They touch memory only through their
+// pointer arguments, which xdal hands them as usable addresses (in
+// XDAL_FAKE_PROTECT=1 mode too). Also: the cache of built-in kernels and the
+// launch helper. No ATen header here: this unit compiles quickly.
+#include "xdal_torch.h"
+
+#include <c10/util/TypeCast.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace torch_xdal {
+namespace {
+
+using c10::ScalarType;
+
+// One contiguous chunk of [0, n) per block.
+void block_range(const xdal_kernel_context_t* ctx, int64_t n, int64_t* begin, int64_t* end) {
+  const uint64_t blocks = uint64_t(ctx->grid_dim.x) * ctx->grid_dim.y * ctx->grid_dim.z;
+  const uint64_t id =
+      (uint64_t(ctx->block_idx.z) * ctx->grid_dim.y + ctx->block_idx.y) * ctx->grid_dim.x +
+      ctx->block_idx.x;
+  const int64_t per = int64_t((uint64_t(n) + blocks - 1) / blocks);
+  *begin = std::min<int64_t>(n, int64_t(id) * per);
+  *end = std::min<int64_t>(n, *begin + per);
+}
+
+// Walks the elements [begin, end) of a strided index space, calling
+// f(src_offset, dst_offset) in elements.
+template <typename F>
+void walk(int ndim, const int64_t* sizes, const int64_t* sstr, const int64_t* dstr, int64_t begin,
+          int64_t end, F&& f) {
+  if (begin >= end) return;
+  int64_t idx[kMaxDims] = {0};
+  int64_t rem = begin;
+  int64_t so = 0, doff = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    idx[d] = sizes[d] ? rem % sizes[d] : 0;
+    rem = sizes[d] ? rem / sizes[d] : 0;
+    so += idx[d] * sstr[d];
+    doff += idx[d] * dstr[d];
+  }
+  for (int64_t i = begin; i < end; ++i) {
+    f(so, doff);
+    for (int d = ndim - 1; d >= 0; --d) {
+      if (++idx[d] < sizes[d]) {
+        so += sstr[d];
+        doff += dstr[d];
+        break;
+      }
+      so -= (sizes[d] - 1) * sstr[d];
+      doff -= (sizes[d] - 1) * dstr[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+template <typename S, typename D>
+void convert_range(const char* src, char* dst, const StridedMeta& m, int64_t b, int64_t e) {
+  const S* s = reinterpret_cast<const S*>(src);
+  D* d = reinterpret_cast<D*>(dst);
+  if (m.ndim == 1 && m.src_strides[0] == 1 && m.dst_strides[0] == 1) {
+    for (int64_t i = b; i < e; ++i) d[i] = c10::convert<D>(s[i]);
+    return;
+  }
+  walk(m.ndim, m.sizes, m.src_strides, m.dst_strides, b, e,
+       [&](int64_t so, int64_t dof) { d[dof] = c10::convert<D>(s[so]); });
+}
+
+template <size_t N>
+struct Bytes {
+  unsigned char b[N];
+};
+
+template <size_t N>
+void move_range(const char* src, char* dst, const StridedMeta& m, int64_t b, int64_t e) {
+  using T = Bytes<N>;
+  if (m.ndim == 1 && m.src_strides[0] == 1 && m.dst_strides[0] == 1) {
+    std::memmove(dst + b * N, src + b * N, size_t(e - b) * N);
+    return;
+  }
+  walk(m.ndim, m.sizes, m.src_strides, m.dst_strides, b, e, [&](int64_t so, int64_t dof) {
+    std::memcpy(dst + dof * sizeof(T), src + so * sizeof(T), sizeof(T));
+  });
+}
+
+#define TX_CONVERT_TYPES(_)    \
+  _(double, Double)            \
+  _(float, Float)              \
+  _(c10::Half, Half)           \
+  _(c10::BFloat16, BFloat16)   \
+  _(int64_t, Long)             \
+  _(int32_t, Int)              \
+  _(int16_t, Short)            \
+  _(int8_t, Char)              \
+  _(uint8_t, Byte)             \
+  _(bool, Bool)                \
+  _(c10::Float8_e4m3fn, Float8_e4m3fn) \
+  _(c10::Float8_e5m2, Float8_e5m2)
+
+using RangeFn = void (*)(const char*, char*, const StridedMeta&, int64_t, int64_t);
+
+template <typename S>
+RangeFn pick_dst(ScalarType d) {
+  switch (d) {
+#define TX_CASE(T, name) \
+  case ScalarType::name: \
+    return &convert_range<S, T>;
+    TX_CONVERT_TYPES(TX_CASE)
+#undef TX_CASE
+    default:
+      return nullptr;
+  }
+}
+
+RangeFn pick(ScalarType s, ScalarType d) {
+  switch (s) {
+#define TX_CASE(T, name) \
+  case ScalarType::name: \
+    return pick_dst<T>(d);
+    TX_CONVERT_TYPES(TX_CASE)
+#undef TX_CASE
+    default:
+      return nullptr;
+  }
+}
+
+xdal_status_t copy_kernel_fn(const xdal_kernel_context_t* ctx, void* const* args) {
+  const char* src = *static_cast<const char* const*>(args[0]);
+  char* dst = *static_cast<char* const*>(args[1]);
+  const StridedMeta& m = *static_cast<const StridedMeta*>(args[2]);
+  int64_t b = 0, e = 0;
+  block_range(ctx, m.numel, &b, &e);
+  if (b >= e) return XDAL_SUCCESS;
+  if (m.src_type == m.dst_type) {
+    switch (m.itemsize) {
+      case 1: move_range<1>(src, dst, m, b, e); return XDAL_SUCCESS;
+      case 2: move_range<2>(src, dst, m, b, e); return XDAL_SUCCESS;
+      case 4: move_range<4>(src, dst, m, b, e); return XDAL_SUCCESS;
+      case 8: move_range<8>(src, dst, m, b, e); return XDAL_SUCCESS;
+      case 16: move_range<16>(src, dst, m, b, e); return XDAL_SUCCESS;
+      default: return XDAL_ERROR_INVALID_VALUE;
+    }
+  }
+  RangeFn fn = pick(ScalarType(m.src_type), ScalarType(m.dst_type));
+  if (!fn) return XDAL_ERROR_INVALID_VALUE;
+  fn(src, dst, m, b, e);
+  return XDAL_SUCCESS;
+}
+
+xdal_status_t fill_kernel_fn(const xdal_kernel_context_t* ctx, void* const* args) {
+  char* dst = *static_cast<char* const*>(args[0]);
+  const FillMeta& m = *static_cast<const FillMeta*>(args[1]);
+  int64_t b = 0, e = 0;
+  block_range(ctx, m.numel, &b, &e);
+  const size_t n = size_t(m.itemsize);
+  walk(m.ndim, m.sizes, m.strides, m.strides, b, e,
+       [&](int64_t off, int64_t) { std::memcpy(dst + off * int64_t(n), m.value, n); });
+  return XDAL_SUCCESS;
+}
+
+xdal_function_t wrap(xdal_host_kernel_t fn) {
+  xdal_function_t f = nullptr;
+  TX_CHECK(xdal_function_from_host(&f, fn));
+  return f;
+}
+
+}  // namespace
+
+bool host_convert_supported(ScalarType type) {
+  switch (type) {
+#define TX_CASE(T, name) case ScalarType::name:
+    TX_CONVERT_TYPES(TX_CASE)
+#undef TX_CASE
+    return true;
+    default:
+      return false;
+  }
+}
+
+xdal_function_t copy_kernel() {
+  static xdal_function_t f = wrap(&copy_kernel_fn);
+  return f;
+}
+
+xdal_function_t fill_kernel() {
+  static xdal_function_t f = wrap(&fill_kernel_fn);
+  return f;
+}
+
+const char* xdal_type_name(ScalarType type) {
+  switch (type) {
+    case ScalarType::Double: return "f64";
+    case ScalarType::Float: return "f32";
+    case ScalarType::Half: return "f16";
+    case ScalarType::BFloat16: return "bf16";
+    case ScalarType::Float8_e4m3fn: return "f8e4m3";
+    case ScalarType::Float8_e5m2: return "f8e5m2";
+    case ScalarType::Long: return "i64";
+    case ScalarType::Int: return "i32";
+    case ScalarType::Short: return "i16";
+    case ScalarType::Char: return "i8";
+    case ScalarType::Byte: return "u8";
+    case ScalarType::Bool: return "bool";
+    default: return nullptr;
+  }
+}
+
+xdal_function_t builtin(const char* name) {
+  static std::mutex mutex;
+  static xdal_module_t module = nullptr;
+  static std::unordered_map<std::string, xdal_function_t> cache;
+  std::lock_guard<std::mutex> guard(mutex);
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  if (!module) TX_CHECK(xdal_module_get_builtin(&module));
+  xdal_function_t f = nullptr;
+  TX_CHECK(xdal_module_get_function(&f, module, name));
+  cache.emplace(name, f);
+  return f;
+}
+
+void launch(xdal_function_t fn, const c10::Stream& stream, int64_t n, bool builtin_kernel,
+            const xdal_kernel_arg_t* args, size_t num_args) {
+  xdal_dim3_t grid{1, 1, 1};
+  xdal_dim3_t block{1, 1, 1};
+  if (builtin_kernel) {
+    grid.x = uint32_t(std::clamp<int64_t>((n + 255) / 256, 1, 1024));
+    block.x = 256;
+  } else {
+    grid.x = uint32_t(std::clamp<int64_t>((n + 32767) / 32768, 1, 64));
+  }
+  DeviceSwitch on(stream.device_index());
+  TX_CHECK(xdal_launch_kernel(fn, grid, block, 0, native_stream(stream), args, num_args));
+}
+
+}  // namespace torch_xdal

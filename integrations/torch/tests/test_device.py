@@ -1,0 +1,102 @@
+"""Registration, the device guard, torch.accelerator and the device module."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+
+def test_protect_mode_is_on_in_ci():
+    # tools/test-torch.sh runs the suite with device memory inaccessible to
+    # host code; say so loudly if it is not.
+    if os.environ.get("XDAL_FAKE_PROTECT") != "1":
+        pytest.skip("XDAL_FAKE_PROTECT is not 1")
+    assert torch.xdal.backend_name() == "fake"
+
+
+def test_backend_registered():
+    assert torch._C._get_privateuse1_backend_name() == "xdal"
+    assert torch.device("xdal").type == "xdal"
+    assert torch.xdal.is_available()
+    assert torch.xdal.device_count() == 2
+
+
+def test_autoload_with_plain_import_torch():
+    code = ("import torch; x = torch.ones(3, device='xdal'); "
+            "assert x.is_xdal and x.device.type == 'xdal'; print(x.cpu().sum().item())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "3.0"
+
+
+def test_autoload_can_be_disabled():
+    code = "import torch; print(torch._C._get_privateuse1_backend_name())"
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "privateuseone"
+
+
+def test_accelerator_basics():
+    assert torch.accelerator.is_available()
+    assert torch.accelerator.current_accelerator().type == "xdal"
+    assert torch.accelerator.device_count() == 2
+    prev = torch.accelerator.current_device_index()
+    try:
+        torch.accelerator.set_device_index(1)
+        assert torch.accelerator.current_device_index() == 1
+        assert torch.xdal.current_device() == 1
+        assert torch.empty(2, device="xdal").device == torch.device("xdal", 1)
+    finally:
+        torch.accelerator.set_device_index(prev)
+    torch.accelerator.synchronize()
+
+
+def test_device_context_managers():
+    assert torch.xdal.current_device() == 0
+    with torch.xdal.device(1):
+        assert torch.xdal.current_device() == 1
+        assert torch.zeros(1, device="xdal").device.index == 1
+    assert torch.xdal.current_device() == 0
+    with torch.accelerator.device_index(1):
+        assert torch.accelerator.current_device_index() == 1
+    assert torch.accelerator.current_device_index() == 0
+
+
+def test_device_guard_follows_tensor_device():
+    x = torch.ones(4, device="xdal:1")
+    y = x + x  # runs on device 1 while device 0 is current
+    assert y.device == torch.device("xdal:1")
+    assert torch.xdal.current_device() == 0
+    assert y.cpu().tolist() == [2.0] * 4
+
+
+def test_invalid_device():
+    with pytest.raises(Exception):
+        torch.empty(1, device="xdal:7")
+
+
+def test_tensor_methods():
+    x = torch.arange(6).reshape(2, 3)
+    y = x.xdal()
+    assert y.is_xdal and not x.is_xdal
+    assert y.device == torch.device("xdal:0")
+    assert x.xdal(1).device == torch.device("xdal:1")
+    assert torch.equal(y.cpu(), x)
+    m = torch.nn.Linear(3, 2).xdal()
+    assert m.weight.is_xdal
+    s = torch.UntypedStorage(8).xdal()
+    assert s.device.type == "xdal"
+
+
+def test_device_properties():
+    p = torch.xdal.get_device_properties(0)
+    assert p["is_simulated"] and p["total_memory"] > 0
+    assert torch.xdal.get_device_name(1) == "xdal fake device 1"
+
+
+def test_device_capability():
+    cap = torch.accelerator.get_device_capability("xdal:0")
+    assert torch.float32 in cap["supported_dtypes"]

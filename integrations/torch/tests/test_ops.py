@@ -1,0 +1,179 @@
+"""Native kernels (xdal built-ins) against the CPU, and the CPU fallback."""
+import contextlib
+
+import pytest
+import torch
+
+from conftest import make
+
+ARITH = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+         torch.int16, torch.int8, torch.uint8, torch.bool]
+TOL = {torch.float16: dict(rtol=1e-3, atol=1e-3), torch.bfloat16: dict(rtol=1e-2, atol=1e-2),
+       torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12)}
+
+
+@contextlib.contextmanager
+def no_fallback(*allowed):
+    """Asserts the body ran on native kernels only."""
+    torch.xdal.reset_fallback_counts()
+    yield
+    used = {k: v for k, v in torch.xdal.fallback_counts().items() if k not in allowed}
+    assert not used, f"went through the CPU fallback: {used}"
+
+
+def check(got, ref):
+    assert got.dtype == ref.dtype and got.shape == ref.shape, (got.dtype, ref.dtype, got.shape, ref.shape)
+    got = got.cpu()
+    if ref.dtype in TOL:
+        torch.testing.assert_close(got, ref, **TOL[ref.dtype])
+    else:
+        assert torch.equal(got, ref)
+
+
+@pytest.mark.parametrize("dtype", ARITH, ids=str)
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_binary_native(op, dtype):
+    f = getattr(torch, op)
+    a, b = make((7, 33), dtype, 1), make((7, 33), dtype, 2)
+    da, db = a.xdal(), b.xdal()
+    with no_fallback():
+        check(f(da, db), f(a, b))
+        check(f(da, db[0]), f(a, b[0]))  # broadcast
+        check(f(da.t(), db.t()), f(a.t(), b.t()))  # strided operands
+        out = torch.empty(7, 33, dtype=dtype, device="xdal")
+        check(f(da, db, out=out), f(a, b))
+        c = da.clone()
+        getattr(c, op + "_")(db)
+        check(c, getattr(a.clone(), op + "_")(b))
+        if dtype != torch.bool:
+            check(f(da, 3), f(a, 3))  # python scalar
+            check(da * 2 + 1, a * 2 + 1)
+
+
+def test_binary_type_promotion_and_operators():
+    a = make((5, 4), torch.int32).xdal()
+    b = make((5, 4), torch.float32).xdal()
+    check(a + b, a.cpu() + b.cpu())
+    check(b * torch.tensor(2.0), b.cpu() * 2.0)  # 0-dim CPU tensor operand
+    check(a + 1.5, a.cpu() + 1.5)
+    check(b.add(b, alpha=2), b.cpu().add(b.cpu(), alpha=2))  # alpha != 1: fallback
+    x = b.clone()
+    x += b
+    check(x, b.cpu() * 2)
+    check(x[1:3] + x[:2], x.cpu()[1:3] + x.cpu()[:2])  # overlapping views
+
+
+@pytest.mark.parametrize("dtype", ARITH, ids=str)
+def test_sum_native(dtype):
+    x = make((13, 29), dtype, 5)
+    d = x.xdal()
+    with no_fallback():
+        check(d.sum(), x.sum())
+        check(d.t().sum(), x.t().sum())
+        check(torch.sum(d, dim=(0, 1), keepdim=True), torch.sum(x, dim=(0, 1), keepdim=True))
+        if dtype.is_floating_point:
+            check(d.sum(dtype=torch.float64), x.sum(dtype=torch.float64))
+    check(d.sum(0), x.sum(0))  # partial reduction: fallback
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16,
+                                   torch.int64, torch.int32], ids=str)
+def test_mm_native(dtype):
+    a, b = make((9, 17), dtype, 1), make((17, 6), dtype, 2)
+    da, db = a.xdal(), b.xdal()
+    ref = (a.double() @ b.double()).to(dtype) if dtype in (torch.float16, torch.bfloat16) else a @ b
+    with no_fallback():
+        check(torch.mm(da, db), ref)
+        check(da @ db, ref)
+        check(torch.matmul(da, db), ref)
+        check(torch.mm(db.t(), da.t()), ref.t().contiguous())
+        out = torch.empty(9, 6, dtype=dtype, device="xdal")
+        torch.mm(da, db, out=out)
+        check(out, ref)
+
+
+def test_to_dtype_native():
+    x = make((8, 8), torch.float32).xdal()
+    with no_fallback():
+        for dt in (torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.uint8, torch.bool):
+            check(x.to(dt), x.cpu().to(dt))
+            check(x.t().to(dt), x.cpu().t().to(dt))
+        check(x.double().half(), x.cpu().double().half())
+
+
+def test_native_ops_do_not_fall_back():
+    with no_fallback():
+        x = torch.empty(100, device="xdal").fill_(1.5)
+        y = torch.zeros(100, device="xdal")
+        z = x.to(torch.float64) * 2
+        w = (x + y).sum()
+        v = torch.ones(4, 4, device="xdal") @ torch.ones(4, 4, device="xdal")
+        x.resize_(200)
+        e = torch.empty_strided((3, 4), (1, 3), device="xdal")
+        e.copy_(torch.randn(3, 4))
+    assert w.item() == 150.0 and z.cpu()[0].item() == 3.0 and v.cpu()[0, 0].item() == 4.0
+
+
+# A few dozen other operators, through the CPU fallback, against the CPU.
+def _f(x):
+    return make((6, 5), torch.float32, x)
+
+
+FALLBACK = {
+    "abs": lambda a, b: a.abs(), "neg": lambda a, b: -a, "exp": lambda a, b: a.exp(),
+    "log_abs": lambda a, b: a.abs().log(), "sqrt_abs": lambda a, b: a.abs().sqrt(),
+    "sin": lambda a, b: a.sin(), "cos": lambda a, b: a.cos(), "tanh": lambda a, b: a.tanh(),
+    "sigmoid": lambda a, b: a.sigmoid(), "relu": lambda a, b: torch.relu(a),
+    "gelu": lambda a, b: torch.nn.functional.gelu(a), "softmax": lambda a, b: a.softmax(-1),
+    "log_softmax": lambda a, b: a.log_softmax(0), "sub": lambda a, b: a - b, "div": lambda a, b: a / b,
+    "pow": lambda a, b: a.abs() ** 1.5, "maximum": lambda a, b: torch.maximum(a, b),
+    "minimum": lambda a, b: torch.minimum(a, b), "clamp": lambda a, b: a.clamp(-1, 1),
+    "where": lambda a, b: torch.where(a > 0, a, b), "gt": lambda a, b: a > b, "eq": lambda a, b: a == a,
+    "mean": lambda a, b: a.mean(), "mean_dim": lambda a, b: a.mean(1), "prod": lambda a, b: a.prod(0),
+    "max": lambda a, b: a.max(), "argmax": lambda a, b: a.argmax(1), "min_dim": lambda a, b: a.min(0)[0],
+    "std": lambda a, b: a.std(), "var": lambda a, b: a.var(0), "norm": lambda a, b: a.norm(),
+    "cumsum": lambda a, b: a.cumsum(0), "sort": lambda a, b: a.sort(1)[0], "topk": lambda a, b: a.topk(2)[0],
+    "cat": lambda a, b: torch.cat([a, b]), "stack": lambda a, b: torch.stack([a, b]),
+    "index_select": lambda a, b: a.index_select(0, torch.tensor([0, 2], device=a.device)),
+    "gather": lambda a, b: a.gather(1, torch.zeros(6, 2, dtype=torch.long, device=a.device)),
+    "masked_fill": lambda a, b: a.masked_fill(a > 0, 0.0), "flip": lambda a, b: a.flip(0),
+    "roll": lambda a, b: a.roll(1, 1), "tril": lambda a, b: a.tril(), "triu": lambda a, b: a.triu(1),
+    "transpose_clone": lambda a, b: a.t().clone(), "bmm": lambda a, b: torch.bmm(a[None], b.t()[None]),
+    "mv": lambda a, b: torch.mv(a, b[0]), "dot": lambda a, b: torch.dot(a[0], b[0]),
+    "addmm": lambda a, b: torch.addmm(a[:, :5], a[:, :5], b[:5]),
+    "linear": lambda a, b: torch.nn.functional.linear(a, b[:4]), "outer": lambda a, b: torch.outer(a[0], b[0]),
+    "arange": lambda a, b: torch.arange(10, device=a.device), "linspace": lambda a, b: torch.linspace(0, 1, 7, device=a.device),
+    "eye": lambda a, b: torch.eye(4, device=a.device), "full": lambda a, b: torch.full((2, 3), 4.0, device=a.device),
+    "nonzero": lambda a, b: (a > 0).nonzero(), "unique": lambda a, b: torch.unique((a * 2).round()),
+    "any": lambda a, b: (a > 1).any(), "all": lambda a, b: (a > -10).all(), "round": lambda a, b: a.round(),
+    "floor_divide": lambda a, b: torch.floor_divide(a, 0.7), "remainder": lambda a, b: a.remainder(0.7),
+    "lerp": lambda a, b: torch.lerp(a, b, 0.3), "addcmul": lambda a, b: torch.addcmul(a, a, b, value=0.5),
+    "conv1d": lambda a, b: torch.nn.functional.conv1d(a[None], b.t()[:, :, None]),
+    "layer_norm": lambda a, b: torch.nn.functional.layer_norm(a, (5,)),
+    "mse_loss": lambda a, b: torch.nn.functional.mse_loss(a, b),
+    "cross_entropy": lambda a, b: torch.nn.functional.cross_entropy(a, torch.tensor([0, 1, 2, 3, 4, 0], device=a.device)),
+    "einsum": lambda a, b: torch.einsum("ij,ij->i", a, b), "repeat": lambda a, b: a.repeat(2, 1),
+    "index_put": lambda a, b: a.clone().index_put_((torch.tensor([1, 3], device=a.device),), torch.tensor(9.0, device=a.device)),
+    "scatter_add": lambda a, b: torch.zeros(6, 5, device=a.device).scatter_add(0, torch.zeros(6, 5, dtype=torch.long, device=a.device), b),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FALLBACK))
+def test_fallback_matches_cpu(name):
+    f = FALLBACK[name]
+    a, b = _f(1), _f(2)
+    ref = f(a, b)
+    got = f(a.xdal(), b.xdal())
+    assert got.device.type == "xdal", got.device
+    torch.testing.assert_close(got.cpu(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_fallback_in_place_and_out():
+    a = _f(3)
+    d = a.xdal()
+    d.exp_()
+    torch.testing.assert_close(d.cpu(), a.exp())
+    out = torch.empty(0, device="xdal")
+    torch.sin(a.xdal(), out=out)
+    torch.testing.assert_close(out.cpu(), a.sin())
+    assert "aten::sin.out" in torch.xdal.fallback_counts()

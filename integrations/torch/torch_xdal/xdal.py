@@ -1,0 +1,244 @@
+"""``torch.xdal``: the device module of the xdal backend.
+
+Mirrors the parts of ``torch.cuda`` that generic PyTorch code looks for on a
+PrivateUse1 device module (devices, synchronization, random state, memory,
+streams, autocast types). Most calls are thin wrappers over torch.accelerator,
+which reaches the backend's device guard and allocator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+
+from . import _C
+
+Stream = torch.Stream
+Event = torch.Event
+
+_initialized = False
+
+
+# ---------------------------------------------------------------- devices
+
+def is_available() -> bool:
+    return _C.device_count() > 0
+
+
+def device_count() -> int:
+    return _C.device_count()
+
+
+def current_device() -> int:
+    return _C.current_device()
+
+
+def _index(device: Any) -> int:
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    device = torch.device(device)
+    if device.type != "xdal":
+        raise ValueError(f"expected an xdal device, got {device}")
+    return current_device() if device.index is None else device.index
+
+
+def set_device(device: Any) -> None:
+    idx = _index(device)
+    if idx >= 0:
+        _C.set_device(idx)
+
+
+class device:
+    """Context manager that makes ``device`` current (a no-op for None or a negative index)."""
+
+    def __init__(self, device: Any):
+        self.idx = -1 if device is None else _index(device)
+        self.prev = -1
+
+    def __enter__(self):
+        self.prev = _C.exchange_device(self.idx)
+
+    def __exit__(self, *exc):
+        if self.prev >= 0:
+            _C.set_device(self.prev)
+        return False
+
+
+def get_device_name(device: Any = None) -> str:
+    return _C.device_name(_index(device))
+
+
+def get_device_properties(device: Any = None) -> dict:
+    return _C.device_properties(_index(device))
+
+
+def synchronize(device: Any = None) -> None:
+    _C.synchronize(_index(device))
+
+
+def init() -> None:
+    _lazy_init()
+
+
+def _lazy_init() -> None:
+    global _initialized
+    if not _initialized:
+        _C._init()
+        _initialized = True
+
+
+def is_initialized() -> bool:
+    return _initialized
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def backend_name() -> str:
+    """The xdal backend in use ("fake" on the simulated devices)."""
+    return _C.backend_name()
+
+
+# ---------------------------------------------------------------- streams
+
+def current_stream(device: Any = None) -> torch.Stream:
+    return torch.accelerator.current_stream(_index(device))
+
+
+def default_stream(device: Any = None) -> torch.Stream:
+    """The device's default stream: stream id 0, xdal's NULL stream."""
+    idx = _index(device)
+    current = torch.accelerator.current_stream(idx)
+    return torch.Stream(stream_id=0, device_index=idx, device_type=current.device_type)
+
+
+def set_stream(stream: torch.Stream) -> None:
+    torch.accelerator.set_stream(stream)
+
+
+@contextlib.contextmanager
+def stream(s: torch.Stream | None):
+    if s is None:
+        yield
+        return
+    prev = torch.accelerator.current_stream(s.device_index)
+    torch.accelerator.set_stream(s)
+    try:
+        yield
+    finally:
+        torch.accelerator.set_stream(prev)
+
+
+# ---------------------------------------------------------------- random
+
+def _gen(device: Any = None) -> torch.Generator:
+    return _C.default_generator(_index(device))
+
+
+def default_generator(device: Any = None) -> torch.Generator:
+    return _gen(device)
+
+
+def manual_seed(seed: int) -> None:
+    _gen().manual_seed(int(seed))
+
+
+def manual_seed_all(seed: int) -> None:
+    for i in range(device_count()):
+        _gen(i).manual_seed(int(seed))
+
+
+def seed() -> None:
+    _gen().seed()
+
+
+def seed_all() -> None:
+    s = _gen(0).seed()
+    for i in range(1, device_count()):
+        _gen(i).manual_seed(s)
+
+
+def initial_seed() -> int:
+    return _gen().initial_seed()
+
+
+def get_rng_state(device: Any = None) -> torch.Tensor:
+    return _gen(device).get_state()
+
+
+def set_rng_state(state: torch.Tensor, device: Any = None) -> None:
+    _gen(device).set_state(state)
+
+
+def get_rng_state_all() -> list[torch.Tensor]:
+    return [get_rng_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(states) -> None:
+    for i, s in enumerate(states):
+        set_rng_state(s, i)
+
+
+# ---------------------------------------------------------------- memory
+
+def memory_allocated(device: Any = None) -> int:
+    return torch.accelerator.memory_allocated(_index(device))
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    return torch.accelerator.max_memory_allocated(_index(device))
+
+
+def memory_reserved(device: Any = None) -> int:
+    return torch.accelerator.memory_reserved(_index(device))
+
+
+def max_memory_reserved(device: Any = None) -> int:
+    return torch.accelerator.max_memory_reserved(_index(device))
+
+
+def memory_stats(device: Any = None):
+    return torch.accelerator.memory_stats(_index(device))
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    torch.accelerator.reset_peak_memory_stats(_index(device))
+
+
+def empty_cache() -> None:
+    torch.accelerator.empty_cache()
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    return torch.accelerator.get_memory_info(_index(device))
+
+
+def xdal_mem_stats(device: Any = None) -> dict:
+    """xdal's own allocator statistics of the device (xdal_mem_get_stats)."""
+    return _C.mem_stats(_index(device))
+
+
+# ---------------------------------------------------------------- autocast
+
+def get_amp_supported_dtype() -> list[torch.dtype]:
+    return [torch.float16, torch.bfloat16]
+
+
+def is_bf16_supported() -> bool:
+    return True
+
+
+# ---------------------------------------------------------------- introspection
+
+def fallback_counts() -> dict:
+    """How many times each operator ran through the CPU fallback."""
+    return _C.fallback_counts()
+
+
+def reset_fallback_counts() -> None:
+    _C.reset_fallback_counts()

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Tests the PyTorch backend (integrations/torch) on a fresh machine too:
+# creates or reuses the virtualenv .venv, installs torch==2.15.0, numpy and
+# pytest there if missing, builds and installs xdal into build/prefix with
+# CMake, builds and installs torch_xdal against that prefix, and runs its
+# pytest suite with XDAL_FAKE_PROTECT=1 (device memory inaccessible to host
+# code). Exits non-zero on any failure.
+#
+#   XDAL_TORCH_VENV  virtualenv to use (default .venv)
+#   XDAL_BUILD_DIR   CMake build directory (default build)
+#   PYTEST_ARGS      extra pytest arguments
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+torch_version=2.15.0
+venv=${XDAL_TORCH_VENV:-.venv}
+build_dir=${XDAL_BUILD_DIR:-build}
+jobs=$(nproc 2>/dev/null || echo 2)
+
+missing=()
+command -v cmake >/dev/null || missing+=(cmake)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v cc >/dev/null || missing+=(gcc)
+command -v c++ >/dev/null || missing+=(g++)
+command -v python3 >/dev/null || missing+=(python3)
+python3 -c "import venv, ensurepip" 2>/dev/null || missing+=(python3-venv)
+if ((${#missing[@]})); then
+  echo "== installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+echo "== virtualenv $venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+py="$root/$venv/bin/python"
+if ! "$py" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$torch_version')" 2>/dev/null; then
+  echo "== pip install torch==$torch_version"
+  "$py" -m pip install -q "torch==$torch_version"
+fi
+"$py" -c "import numpy, pytest" 2>/dev/null || "$py" -m pip install -q numpy pytest
+# expecttest: imported by PyTorch's OpInfo database (tools/opinfo_share.py and its smoke test).
+"$py" -c "import expecttest" 2>/dev/null || "$py" -m pip install -q expecttest
+"$py" -c "import setuptools, wheel" 2>/dev/null || "$py" -m pip install -q setuptools wheel
+# ninja compiles the extension's translation units in parallel.
+command -v ninja >/dev/null || "$py" -c "import ninja" 2>/dev/null || "$py" -m pip install -q ninja
+export PATH="$root/$venv/bin:$PATH"
+
+echo "== xdal: cmake build and install into $build_dir/prefix"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DXDAL_CARGO_TARGET_DIR="$root/target" >/dev/null
+cmake --build "$build_dir" -j "$jobs"
+prefix="$root/$build_dir/prefix"
+cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+
+echo "== torch_xdal: build and install"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+export CMAKE_PREFIX_PATH="$prefix${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+start=$(date +%s)
+MAX_JOBS=$jobs "$py" -m pip install -q --no-build-isolation --no-deps ./integrations/torch
+echo "   (extension build and install: $(($(date +%s) - start)) s)"
+
+echo "== pytest integrations/torch/tests (XDAL_FAKE_PROTECT=1)"
+# From the repository root, so that the installed torch_xdal is imported,
+# not its source folder.
+# shellcheck disable=SC2086
+XDAL_FAKE_PROTECT=1 "$py" -m pytest integrations/torch/tests -q -p no:cacheprovider ${PYTEST_ARGS:-}
