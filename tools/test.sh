@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of xdal, on a fresh machine too: installs what is missing
-# (cmake, pkg-config and a C/C++ compiler from Debian's packages; crates come
-# through cargo, cbindgen pinned in Cargo.lock), then formatting, lints, the
-# Rust tests, the CMake build with the C/C++ conformance suite, package and
-# example tests (ctest), and the xdal-info smoke test.
+# (cmake, pkg-config, abigail-tools and a C/C++ compiler from Debian's
+# packages; crates come through cargo, cbindgen pinned in Cargo.lock; PyTorch
+# pinned, into .venv), then formatting, lints, the Rust tests, the CMake build
+# with the C/C++ conformance, package, example and ABI tests (ctest), the
+# xdal-info smoke test, the PyTorch integration's pytest suite and a short
+# benchmark run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +43,9 @@ ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 
 echo "== xdal-info"
 cargo run --release --locked -q -p xdal-info
+
+echo "== PyTorch integration (torch_xdal, pytest under XDAL_FAKE_PROTECT=1)"
+XDAL_BUILD_DIR="$build_dir" bash tools/test-torch.sh
 
 echo "== xdal-bench --quick (keeps the benchmark working; no timing is asserted)"
 cargo run --release --locked -q -p xdal-bench -- --quick
