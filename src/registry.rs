@@ -3,7 +3,7 @@
 //! copy and set, so ranges that leave an allocation are refused before the
 //! backend ever sees them.
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
@@ -38,11 +38,11 @@ impl Allocation {
 }
 
 pub(crate) struct Registry {
-    /// Live allocations, and freed ones kept as tombstones (`None`) so that
-    /// a pool handing the same block out again rewrites an entry instead of
-    /// rebalancing the tree twice. A tombstone never overlaps a live entry:
+    /// Live allocations, and freed ones kept as tombstones so that a pool
+    /// handing the same block out again flips a hash entry instead of
+    /// rebalancing a tree twice. A tombstone never overlaps a live entry:
     /// inserting removes the tombstones it covers.
-    map: RwLock<BTreeMap<usize, Entry>>,
+    map: RwLock<Maps>,
     /// Bumped by every insert and remove: a thread's cached answers are
     /// valid while it has not moved.
     generation: AtomicU64,
@@ -63,9 +63,17 @@ pub(crate) enum Place {
 
 #[derive(Clone, Copy)]
 struct Entry {
+    /// `None` for a tombstone.
     allocation: Option<Allocation>,
-    /// The freed allocation's size, for tombstones (to find overlaps).
+    /// The size `ranges` records for this base.
     size: usize,
+}
+
+/// Every entry twice: by base for exact lookups (frees, reuse), and as
+/// base -> size in a tree for "which allocation contains this address".
+struct Maps {
+    by_base: HashMap<usize, Entry>,
+    ranges: BTreeMap<usize, usize>,
 }
 
 /// Tombstones beyond this many (plus the live count) are swept at once.
@@ -91,29 +99,44 @@ thread_local! {
 }
 
 impl Registry {
-    pub const fn new() -> Registry {
-        Registry { map: RwLock::new(BTreeMap::new()), generation: AtomicU64::new(0), tombstones: AtomicU64::new(0) }
+    pub fn new() -> Registry {
+        Registry {
+            map: RwLock::new(Maps { by_base: HashMap::new(), ranges: BTreeMap::new() }),
+            generation: AtomicU64::new(0),
+            tombstones: AtomicU64::new(0),
+        }
     }
 
     pub fn insert(&self, allocation: Allocation) {
-        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        let (base, end) = (allocation.base, allocation.base + allocation.size);
+        let mut maps = self.map.write().unwrap_or_else(|e| e.into_inner());
+        let (base, size) = (allocation.base, allocation.size);
+        if let Some(entry) = maps.by_base.get_mut(&base) {
+            if entry.allocation.is_none() && entry.size == size {
+                // The block a pool took back, handed out again: one flip.
+                entry.allocation = Some(allocation);
+                self.tombstones.fetch_sub(1, Ordering::Relaxed);
+                self.generation.fetch_add(1, Ordering::Release);
+                return;
+            }
+        }
         // Tombstones the new allocation covers, including one that starts
         // before it and reaches into it.
-        let covered: Vec<usize> = map
-            .range(..end)
+        let covered: Vec<usize> = maps
+            .ranges
+            .range(..base + size)
             .rev()
-            .take_while(|(&b, e)| b >= base || b + e.size > base)
-            .filter(|(_, e)| e.allocation.is_none())
+            .take_while(|(&b, &len)| b >= base || b + len > base)
             .map(|(&b, _)| b)
             .collect();
         for b in covered {
-            if b != base {
-                map.remove(&b);
+            if maps.by_base.get(&b).is_some_and(|e| e.allocation.is_none()) {
+                maps.by_base.remove(&b);
+                maps.ranges.remove(&b);
+                self.tombstones.fetch_sub(1, Ordering::Relaxed);
             }
-            self.tombstones.fetch_sub(1, Ordering::Relaxed);
         }
-        map.insert(base, Entry { allocation: Some(allocation), size: allocation.size });
+        maps.by_base.insert(base, Entry { allocation: Some(allocation), size });
+        maps.ranges.insert(base, size);
         self.generation.fetch_add(1, Ordering::Release);
     }
 
@@ -121,13 +144,15 @@ impl Registry {
     /// accepts it: one step, so two threads freeing the same pointer cannot
     /// both succeed.
     pub fn remove_if(&self, base: usize, wanted: impl FnOnce(&Allocation) -> bool) -> Option<Allocation> {
-        let mut map = self.map.write().unwrap_or_else(|e| e.into_inner());
-        let entry = map.get_mut(&base)?;
+        let mut maps = self.map.write().unwrap_or_else(|e| e.into_inner());
+        let entry = maps.by_base.get_mut(&base)?;
         let allocation = entry.allocation.filter(|a| wanted(a))?;
         entry.allocation = None;
         let tombstones = self.tombstones.fetch_add(1, Ordering::Relaxed) + 1;
-        if tombstones as usize > map.len() - tombstones as usize + TOMBSTONE_SLACK {
-            map.retain(|_, e| e.allocation.is_some());
+        if tombstones as usize > maps.by_base.len() - tombstones as usize + TOMBSTONE_SLACK {
+            maps.by_base.retain(|_, e| e.allocation.is_some());
+            let Maps { by_base, ranges } = &mut *maps;
+            ranges.retain(|b, _| by_base.contains_key(b));
             self.tombstones.store(0, Ordering::Relaxed);
         }
         self.generation.fetch_add(1, Ordering::Release);
@@ -166,14 +191,15 @@ impl Registry {
     pub fn find(&self, addr: usize) -> Option<Allocation> {
         // The nearest entry at or below `addr` decides: live entries do not
         // overlap, and no tombstone lies inside a live allocation.
-        let map = self.map.read().unwrap_or_else(|e| e.into_inner());
-        let allocation = map.range(..=addr).next_back()?.1.allocation?;
+        let maps = self.map.read().unwrap_or_else(|e| e.into_inner());
+        let (base, _) = maps.ranges.range(..=addr).next_back()?;
+        let allocation = maps.by_base.get(base)?.allocation?;
         (addr - allocation.base < allocation.size).then_some(allocation)
     }
 }
 
 /// Every live allocation of the process.
-pub(crate) static REGISTRY: Registry = Registry::new();
+pub(crate) static REGISTRY: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(Registry::new);
 
 #[cfg(test)]
 mod tests {

@@ -189,7 +189,9 @@ pub extern "C" fn xdal_launch_kernel(
         };
         let mut total = 0usize;
         for (i, arg) in args.iter().enumerate() {
-            require(arg.value, &format!("args[{i}].value"))?;
+            if arg.value.is_null() {
+                bail!(XDAL_ERROR_NULL_POINTER, "args[{i}].value is NULL");
+            }
             if arg.size == 0 {
                 bail!(XDAL_ERROR_INVALID_VALUE, "args[{i}].size is 0");
             }
