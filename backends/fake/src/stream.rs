@@ -271,7 +271,7 @@ impl Stream {
             if self.state.load(Relaxed) == QUEUED
                 && self.state.compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed).is_ok()
             {
-                self.run();
+                self.run_until(seq);
                 continue;
             }
             if rounds < SPIN_ROUNDS {
@@ -294,19 +294,23 @@ impl Stream {
     /// Runs the stream if it is waiting in a run queue; called by workers.
     pub fn run_if_queued(self: &Arc<Self>) {
         if self.state.compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed).is_ok() {
-            self.run_lingering(LINGER_ROUNDS);
+            self.run_lingering(LINGER_ROUNDS, None);
         }
     }
 
-    /// Drains the stream. The caller owns the RUNNING state.
-    fn run(self: &Arc<Self>) {
-        self.run_lingering(0)
+    /// Runs the stream on a host thread that waits for operation `seq`: it
+    /// returns once `seq` is done, handing whatever other threads enqueued
+    /// since back to the workers, so a synchronize cannot be held forever by
+    /// a producer that keeps the stream busy. The caller owns RUNNING.
+    fn run_until(self: &Arc<Self>, seq: u64) {
+        self.run_lingering(0, Some(seq))
     }
 
-    /// Drains the stream; once it is empty, keeps looking for `linger`
-    /// rounds before letting it go idle: a producer in the middle of a burst
-    /// then finds it still running, and nobody pays for a wake-up.
-    fn run_lingering(self: &Arc<Self>, linger: u32) {
+    /// Drains the stream (up to operation `until`, if given); once it is
+    /// empty, keeps looking for `linger` rounds before letting it go idle: a
+    /// producer in the middle of a burst then finds it still running, and
+    /// nobody pays for a wake-up.
+    fn run_lingering(self: &Arc<Self>, linger: u32, until: Option<u64>) {
         loop {
             let mut next = if self.has_stalled.swap(false, SeqCst) { lock(&self.stalled).take() } else { None };
             let mut budget = BUDGET;
@@ -318,14 +322,19 @@ impl Stream {
                         // registered as a waiter: the waker reschedules us.
                         Step::Blocked => return,
                     }
+                    let done_for_host = until.is_some_and(|seq| self.passed(seq)) && !self.pending.is_empty();
                     budget -= 1;
-                    if budget == 0 && linger > 0 && crate::fake().executor.has_work() {
-                        // Fair turns: back into the run queue, behind the
-                        // streams already waiting. (Workers only: a host
-                        // thread helping with a synchronize keeps going.)
+                    let turn_over = budget == 0 && linger > 0 && crate::fake().executor.has_work();
+                    if done_for_host || turn_over {
+                        // Back into the run queue: a waiting host thread has
+                        // what it waited for, or (fair turns) other streams
+                        // are waiting for this worker.
                         self.state.store(QUEUED, SeqCst);
                         crate::fake().executor.schedule(self.clone());
                         return;
+                    }
+                    if budget == 0 {
+                        budget = BUDGET;
                     }
                 }
                 // Linger only while no other stream waits for a worker.

@@ -140,3 +140,28 @@ fn pooled_blocks_go_to_other_streams_only_after_the_free_completes() {
     device.free_async(on_a, &a).unwrap();
     device.free_async(on_b, &b).unwrap();
 }
+
+#[test]
+fn a_synchronize_returns_while_another_thread_keeps_the_stream_busy() {
+    let stream = new_stream(0);
+    let (open, wait) = gate();
+    stream.enqueue(task(wait));
+    let target = stream.enqueue(task(|| ()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = {
+        let (stream, stop) = (stream.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(SeqCst) {
+                stream.enqueue(task(|| ()));
+            }
+        })
+    };
+    open.store(true, SeqCst);
+    // More than a budget's worth of work keeps arriving; the wait must end
+    // once its own point is done.
+    stream.wait_for(target);
+    assert!(stream.passed(target));
+    stop.store(true, SeqCst);
+    feeder.join().unwrap();
+    stream.synchronize().unwrap();
+}
