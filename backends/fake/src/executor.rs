@@ -3,7 +3,7 @@
 //! level) until a worker, or a host thread waiting for it, takes it and
 //! drains it. No stream owns a thread, so streams cost only memory.
 use crate::launch::Launch;
-use crate::stream::Stream;
+use crate::stream::{Drained, Stream, LINGER_ROUNDS};
 use crossbeam_queue::SegQueue;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -24,7 +24,8 @@ pub(crate) struct Executor {
     /// Idle workers looking for work without sleeping: at most one, so that
     /// on a small machine the threads producing work keep their cores.
     spinners: AtomicUsize,
-    /// Workers running a stream or a launch's blocks right now.
+    /// Workers running a stream or a launch's blocks, or polling their hot
+    /// sets, right now.
     active: AtomicUsize,
     /// Threads inside an operation that may take long or block (a host
     /// function, a kernel, a large copy): while every active worker is in
@@ -97,6 +98,9 @@ impl Executor {
     /// Marks the calling thread as inside a possibly long operation until
     /// the guard drops, waking a worker for work already queued.
     pub fn long_op(&'static self) -> LongOp {
+        // Hot streams must not wait for this operation: they go back to the
+        // run queue, where another worker (woken below) finds them.
+        crate::hot::release_all();
         self.in_long_ops.fetch_add(1, Ordering::SeqCst);
         if self.has_work() {
             self.wake_one();
@@ -113,19 +117,32 @@ impl Executor {
     }
 
     fn work(&'static self) {
+        // Whether this worker is counted in `active`: from the work it finds
+        // until it stops looking (its hot set released) to spin or sleep.
+        let mut counted = false;
         loop {
             // Blocks of a running launch first: its stream is waiting on them.
             if let Some(launch) = self.launches.pop() {
-                self.active.fetch_add(1, Ordering::SeqCst);
+                self.count_active(&mut counted);
+                crate::hot::release_all();
                 launch.help();
-                self.active.fetch_sub(1, Ordering::SeqCst);
                 continue;
             }
-            if let Some(stream) = self.pop() {
-                self.active.fetch_add(1, Ordering::SeqCst);
-                stream.run_if_queued();
-                self.active.fetch_sub(1, Ordering::SeqCst);
+            if let Some(stream) = self.pop().or_else(crate::hot::next_ready) {
+                self.count_active(&mut counted);
+                if stream.claim() {
+                    run_claimed(stream);
+                }
                 continue;
+            }
+            if crate::hot::keep_polling() {
+                std::hint::spin_loop();
+                continue;
+            }
+            crate::hot::release_all();
+            if counted {
+                self.active.fetch_sub(1, Ordering::SeqCst);
+                counted = false;
             }
             // Spin only where a core is left over: on two cores, one worker
             // running a stream and one producing work are all it can hold.
@@ -147,6 +164,13 @@ impl Executor {
         }
     }
 
+    fn count_active(&self, counted: &mut bool) {
+        if !*counted {
+            self.active.fetch_add(1, Ordering::SeqCst);
+            *counted = true;
+        }
+    }
+
     fn park(&self) {
         let guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.sleepers.fetch_add(1, Ordering::SeqCst);
@@ -155,6 +179,18 @@ impl Executor {
             drop(self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()));
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Runs a stream a worker claimed, and keeps it in the worker's hot set
+/// unless it blocked or went back to the run queue.
+fn run_claimed(stream: Arc<Stream>) {
+    match stream.drain(None, LINGER_ROUNDS) {
+        Drained::Empty | Drained::Yielded => {
+            stream.park_hot();
+            crate::hot::keep(stream);
+        }
+        Drained::Blocked | Drained::HandedBack => {}
     }
 }
 

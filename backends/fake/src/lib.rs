@@ -15,6 +15,7 @@ mod error;
 mod event;
 mod executor;
 mod heap;
+mod hot;
 mod launch;
 mod module;
 mod pool;

@@ -51,14 +51,22 @@ impl<T> std::ops::Deref for CachePadded<T> {
     }
 }
 
+/// No work, nobody looks at the stream: the next enqueue schedules it.
 const IDLE: u8 = 0;
+/// In a run queue, waiting for a worker or a waiting host thread.
 const QUEUED: u8 = 1;
+/// Owned by one thread, which runs its operations.
 const RUNNING: u8 = 2;
+/// Waiting for another stream's point; the waker queues it again.
 const BLOCKED: u8 = 3;
+/// In a worker's hot set (see `hot`): polled, so an enqueue schedules
+/// nothing; whoever claims it runs it.
+const HOT: u8 = 4;
 
-/// How long a worker keeps an emptied stream before letting it go idle
-/// (a few microseconds: the gap between two enqueues of a busy producer).
-const LINGER_ROUNDS: u32 = 2_000;
+/// How long a worker keeps an emptied stream running when it has nothing
+/// else to do (a few microseconds: the gap between two enqueues of a busy
+/// producer), before parking it in its hot set.
+pub(crate) const LINGER_ROUNDS: u32 = 2_000;
 
 /// Copies and sets from this size on may take long enough that other
 /// streams should not wait for the worker running them.
@@ -107,6 +115,20 @@ pub(crate) enum Op {
 enum Step {
     Done(Result<(), Failure>),
     Blocked,
+}
+
+/// How `Stream::drain` left the stream it ran.
+pub(crate) enum Drained {
+    /// Nothing pending (some may come): the caller still owns it, RUNNING.
+    Empty,
+    /// It ran its budget while other streams wait for a worker: the caller
+    /// still owns it, RUNNING, with work pending.
+    Yielded,
+    /// It waits for another stream (BLOCKED): the waker queues it again.
+    Blocked,
+    /// The waiting host thread has its point: the rest is back in the run
+    /// queue (QUEUED).
+    HandedBack,
 }
 
 pub(crate) struct Stream {
@@ -192,7 +214,10 @@ impl Stream {
             self.enqueued.store(seq, SeqCst);
             seq
         };
-        if self.state.compare_exchange(IDLE, QUEUED, SeqCst, Relaxed).is_ok() {
+        // Read before trying: a stream that is running or hot (the usual
+        // case under load) then costs a shared read, not a cache line taken
+        // from its runner.
+        if self.state.load(SeqCst) == IDLE && self.state.compare_exchange(IDLE, QUEUED, SeqCst, Relaxed).is_ok() {
             crate::fake().device(self.device).busy_streams.fetch_add(1, SeqCst);
             crate::fake().executor.schedule(self.clone());
         }
@@ -263,15 +288,16 @@ impl Stream {
     }
 
     /// Waits until the stream has finished operation `seq`. While the stream
-    /// sits in a run queue, the waiting thread runs it itself: that saves a
-    /// worker wake-up on every synchronize of short work.
+    /// sits in a run queue or a worker's hot set, the waiting thread runs it
+    /// itself: that saves a worker wake-up on every synchronize of short work.
     pub fn wait_for(self: &Arc<Self>, seq: u64) {
         let mut rounds = 0;
         while !self.passed(seq) {
-            if self.state.load(Relaxed) == QUEUED
-                && self.state.compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed).is_ok()
-            {
-                self.run_until(seq);
+            if self.claim() {
+                match self.drain(Some(seq), 0) {
+                    Drained::Empty | Drained::Yielded => self.release(),
+                    Drained::Blocked | Drained::HandedBack => {}
+                }
                 continue;
             }
             if rounds < SPIN_ROUNDS {
@@ -291,72 +317,98 @@ impl Stream {
         }
     }
 
-    /// Runs the stream if it is waiting in a run queue; called by workers.
-    pub fn run_if_queued(self: &Arc<Self>) {
-        if self.state.compare_exchange(QUEUED, RUNNING, SeqCst, Relaxed).is_ok() {
-            self.run_lingering(LINGER_ROUNDS, None);
+    /// Takes the stream to run it, from a run queue or a hot set; false if
+    /// it is not there (idle, blocked, or someone else runs it).
+    pub fn claim(&self) -> bool {
+        let state = self.state.load(SeqCst);
+        (state == QUEUED || state == HOT) && self.state.compare_exchange(state, RUNNING, SeqCst, Relaxed).is_ok()
+    }
+
+    /// Whether the stream sits in a hot set, unclaimed.
+    pub fn is_hot(&self) -> bool {
+        self.state.load(Relaxed) == HOT
+    }
+
+    /// Whether operations wait to be run.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The owner (RUNNING) puts the stream in its hot set.
+    pub fn park_hot(&self) {
+        self.state.store(HOT, SeqCst);
+    }
+
+    /// Takes a hot stream back to the usual protocol, unless someone has
+    /// claimed it meanwhile.
+    pub fn release_hot(self: &Arc<Self>) {
+        if self.state.compare_exchange(HOT, RUNNING, SeqCst, Relaxed).is_ok() {
+            self.release();
         }
     }
 
-    /// Runs the stream on a host thread that waits for operation `seq`: it
-    /// returns once `seq` is done, handing whatever other threads enqueued
-    /// since back to the workers, so a synchronize cannot be held forever by
-    /// a producer that keeps the stream busy. The caller owns RUNNING.
-    fn run_until(self: &Arc<Self>, seq: u64) {
-        self.run_lingering(0, Some(seq))
+    /// The owner (RUNNING) lets the stream go idle; work enqueued meanwhile
+    /// sends it to the run queue instead.
+    pub fn release(self: &Arc<Self>) {
+        self.state.store(IDLE, SeqCst);
+        // Pairs with the enqueue's store and state check: either the
+        // producer sees IDLE and schedules, or we see its operation.
+        let more = self.enqueued.load(SeqCst) > self.completed.load(SeqCst);
+        if more && self.state.compare_exchange(IDLE, QUEUED, SeqCst, Relaxed).is_ok() {
+            // Still busy: the count moves on to the queued stretch.
+            crate::fake().executor.schedule(self.clone());
+            return;
+        }
+        // Counted busy from IDLE -> QUEUED until here: one count per
+        // stretch of activity, not one per operation.
+        crate::fake().device(self.device).busy_streams.fetch_sub(1, SeqCst);
     }
 
-    /// Drains the stream (up to operation `until`, if given); once it is
-    /// empty, keeps looking for `linger` rounds before letting it go idle: a
-    /// producer in the middle of a burst then finds it still running, and
-    /// nobody pays for a wake-up.
-    fn run_lingering(self: &Arc<Self>, linger: u32, until: Option<u64>) {
+    /// Runs the stream the caller owns (RUNNING). A host thread waiting for
+    /// operation `until` stops once it is done, handing whatever other
+    /// threads enqueued since back to the workers, so a synchronize cannot
+    /// be held forever by a producer that keeps the stream busy. A worker
+    /// (`until` None) yields after `BUDGET` operations when other streams
+    /// wait; once the stream is empty it keeps looking for `linger` rounds
+    /// if there is nothing else to do, so that a producer in the middle of
+    /// a burst finds it still running and nobody pays for a wake-up.
+    pub fn drain(self: &Arc<Self>, until: Option<u64>, linger: u32) -> Drained {
+        let mut next = if self.has_stalled.swap(false, SeqCst) { lock(&self.stalled).take() } else { None };
+        let mut budget = BUDGET;
+        let executor = &crate::fake().executor;
+        let others_waiting = || executor.has_work() || !crate::hot::is_empty();
         loop {
-            let mut next = if self.has_stalled.swap(false, SeqCst) { lock(&self.stalled).take() } else { None };
-            let mut budget = BUDGET;
-            loop {
-                while let Some(op) = next.take().or_else(|| self.pending.pop()) {
-                    match self.execute(op) {
-                        Step::Done(result) => self.complete_one(result),
-                        // State is BLOCKED, the op is in `stalled` and we are
-                        // registered as a waiter: the waker reschedules us.
-                        Step::Blocked => return,
-                    }
-                    let done_for_host = until.is_some_and(|seq| self.passed(seq)) && !self.pending.is_empty();
-                    budget -= 1;
-                    let turn_over = budget == 0 && linger > 0 && crate::fake().executor.has_work();
-                    if done_for_host || turn_over {
-                        // Back into the run queue: a waiting host thread has
-                        // what it waited for, or (fair turns) other streams
-                        // are waiting for this worker.
+            while let Some(op) = next.take().or_else(|| self.pending.pop()) {
+                match self.execute(op) {
+                    Step::Done(result) => self.complete_one(result),
+                    // State is BLOCKED, the op is in `stalled` and we are
+                    // registered as a waiter: the waker reschedules us.
+                    Step::Blocked => return Drained::Blocked,
+                }
+                if let Some(seq) = until {
+                    if self.passed(seq) && !self.pending.is_empty() {
                         self.state.store(QUEUED, SeqCst);
-                        crate::fake().executor.schedule(self.clone());
-                        return;
+                        executor.schedule(self.clone());
+                        return Drained::HandedBack;
                     }
-                    if budget == 0 {
-                        budget = BUDGET;
+                    continue;
+                }
+                budget -= 1;
+                if budget == 0 {
+                    if others_waiting() {
+                        return Drained::Yielded;
                     }
-                }
-                // Linger only while no other stream waits for a worker.
-                let executor = &crate::fake().executor;
-                let mut rounds = 0;
-                while self.pending.is_empty() && rounds < linger && !executor.has_work() {
-                    std::hint::spin_loop();
-                    rounds += 1;
-                }
-                if self.pending.is_empty() {
-                    break;
+                    budget = BUDGET;
                 }
             }
-            self.state.store(IDLE, SeqCst);
-            let more = self.enqueued.load(SeqCst) > self.completed.load(SeqCst);
-            if more && self.state.compare_exchange(IDLE, RUNNING, SeqCst, Relaxed).is_ok() {
-                continue;
+            let mut rounds = 0;
+            while self.pending.is_empty() && rounds < linger && !others_waiting() {
+                std::hint::spin_loop();
+                rounds += 1;
             }
-            // Counted busy from IDLE -> QUEUED until here: one count per
-            // stretch of activity, not one per operation.
-            crate::fake().device(self.device).busy_streams.fetch_sub(1, SeqCst);
-            return;
+            if self.pending.is_empty() {
+                return Drained::Empty;
+            }
         }
     }
 

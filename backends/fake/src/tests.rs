@@ -165,3 +165,79 @@ fn a_synchronize_returns_while_another_thread_keeps_the_stream_busy() {
     feeder.join().unwrap();
     stream.synchronize().unwrap();
 }
+
+/// Enqueues a cheap op on `stream` and waits, without claiming the stream,
+/// until a worker has run it: the stream then sits in that worker's hot set.
+fn make_hot(stream: &Arc<Stream>, scratch: &mut [u8; 64]) {
+    let dst = crate::stream::SendPtr(scratch.as_mut_ptr().cast());
+    let seq = stream.enqueue(Op::Set { dst, value: 7, len: scratch.len() });
+    while !stream.passed(seq) {
+        std::hint::spin_loop();
+    }
+}
+
+#[test]
+fn a_hot_stream_runs_while_the_worker_holding_it_is_blocked() {
+    // A worker that starts a long operation (here a host task waiting for
+    // another stream) must not keep other streams parked in its hot set.
+    let (a, b) = (new_stream(0), new_stream(0));
+    let mut scratch = [0u8; 64];
+    for _ in 0..20 {
+        make_hot(&b, &mut scratch);
+        make_hot(&a, &mut scratch);
+        let flag = Arc::new(AtomicBool::new(false));
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let (seen, late) = (flag.clone(), timed_out.clone());
+        a.enqueue(task(move || {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !seen.load(SeqCst) {
+                if Instant::now() > deadline {
+                    late.store(true, SeqCst);
+                    return;
+                }
+                std::thread::yield_now();
+            }
+        }));
+        // Nobody synchronizes b: only a worker can run this.
+        b.enqueue(task(move || flag.store(true, SeqCst)));
+        a.synchronize().unwrap();
+        assert!(!timed_out.load(SeqCst), "b's work waited for the worker blocked on a");
+        b.synchronize().unwrap();
+    }
+}
+
+#[test]
+fn many_streams_fed_round_robin_run_in_order_and_go_idle() {
+    const STREAMS: usize = 64;
+    const OPS: usize = 300;
+    let streams: Vec<_> = (0..STREAMS).map(|_| new_stream(1)).collect();
+    let logs: Vec<_> = (0..STREAMS).map(|_| Arc::new(Mutex::new(Vec::new()))).collect();
+    let mut buffers = vec![[0u8; 64]; STREAMS];
+    for i in 0..OPS {
+        for (s, stream) in streams.iter().enumerate() {
+            if i % 3 == 0 {
+                let log = logs[s].clone();
+                stream.enqueue(task(move || log.lock().unwrap().push(i)));
+            } else {
+                let dst = crate::stream::SendPtr(buffers[s].as_mut_ptr().cast());
+                stream.enqueue(Op::Set { dst, value: i as u8, len: 64 });
+            }
+        }
+    }
+    for stream in &streams {
+        stream.synchronize().unwrap();
+    }
+    for (s, log) in logs.iter().enumerate() {
+        assert_eq!(*log.lock().unwrap(), (0..OPS).step_by(3).collect::<Vec<_>>(), "stream {s} ran out of order");
+        assert_eq!(buffers[s], [(OPS - 1) as u8; 64], "stream {s}'s last set ran last");
+    }
+    // Hot streams are released once nothing comes: the device's busy count
+    // (which lets an idle device synchronize in one load) returns to zero.
+    // Device 1 is used by no other test here.
+    let device = crate::fake().device(1);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while device.busy_streams.load(SeqCst) != 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(device.busy_streams.load(SeqCst), 0, "streams stayed counted busy after they went quiet");
+}

@@ -1,0 +1,107 @@
+//! A worker's hot set: the streams it drained recently and keeps polling
+//! for a while instead of letting them go idle.
+//!
+//! A stream that goes idle must be scheduled again by the next enqueue (a
+//! state change, a run-queue push, a wake-up check, each a cache line taken
+//! from the worker), and a producer that spreads its work over many
+//! streams pays that on every operation. A stream in a hot set stays in
+//! state HOT: its producer only pushes, and the worker finds the work by
+//! polling. The set is per worker thread and released, back to the usual
+//! idle/run-queue protocol, whenever the worker starts something that may
+//! take long (a host function, a kernel, a large copy, blocks of another
+//! launch) and when nothing has come for `LINGER`: a hot stream never waits
+//! behind a busy worker, and an idle one costs nothing for long.
+use crate::stream::Stream;
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a worker keeps polling its hot set after the last work it found.
+const LINGER: Duration = Duration::from_micros(50);
+
+/// Empty polls between two looks at the clock.
+const POLLS_PER_CLOCK: u32 = 64;
+
+#[derive(Default)]
+struct HotSet {
+    streams: Vec<Arc<Stream>>,
+    /// Where the next poll starts, so that every stream gets its turn.
+    cursor: usize,
+    /// Since when the polls have found nothing.
+    idle_since: Option<Instant>,
+    empty_polls: u32,
+}
+
+thread_local! {
+    static HOT: RefCell<HotSet> = RefCell::new(HotSet::default());
+}
+
+/// Keeps a stream the calling worker just ran (and parked as HOT).
+pub(crate) fn keep(stream: Arc<Stream>) {
+    HOT.with(|hot| hot.borrow_mut().streams.push(stream));
+}
+
+/// Whether the calling thread holds no hot stream.
+pub(crate) fn is_empty() -> bool {
+    HOT.with(|hot| hot.borrow().streams.is_empty())
+}
+
+/// A hot stream with work pending, taken out of the set; the caller claims
+/// it. Streams that someone else took meanwhile (a host thread waiting for
+/// one, another worker) leave the set: their new owner follows the usual
+/// protocol.
+pub(crate) fn next_ready() -> Option<Arc<Stream>> {
+    HOT.with(|hot| {
+        let mut hot = hot.borrow_mut();
+        let mut looked = 0;
+        while looked < hot.streams.len() {
+            let at = hot.cursor % hot.streams.len();
+            let stream = &hot.streams[at];
+            if !stream.is_hot() {
+                hot.streams.swap_remove(at);
+                continue;
+            }
+            if stream.has_pending() {
+                hot.cursor = at;
+                hot.idle_since = None;
+                hot.empty_polls = 0;
+                return Some(hot.streams.swap_remove(at));
+            }
+            hot.cursor = at + 1;
+            looked += 1;
+        }
+        None
+    })
+}
+
+/// Called after a poll that found nothing: whether the worker should keep
+/// polling (its hot set is not empty and not stale yet).
+pub(crate) fn keep_polling() -> bool {
+    HOT.with(|hot| {
+        let mut hot = hot.borrow_mut();
+        if hot.streams.is_empty() {
+            return false;
+        }
+        hot.empty_polls += 1;
+        if hot.empty_polls % POLLS_PER_CLOCK != 1 {
+            return true;
+        }
+        let now = Instant::now();
+        let since = *hot.idle_since.get_or_insert(now);
+        now.duration_since(since) < LINGER
+    })
+}
+
+/// Lets every hot stream of the calling thread go back to the usual
+/// protocol: idle, or into the run queue if work came meanwhile.
+pub(crate) fn release_all() {
+    let streams = HOT.with(|hot| {
+        let mut hot = hot.borrow_mut();
+        hot.idle_since = None;
+        hot.empty_polls = 0;
+        std::mem::take(&mut hot.streams)
+    });
+    for stream in streams {
+        stream.release_hot();
+    }
+}
