@@ -92,13 +92,13 @@ impl Backend {
     }
 
     /// The default stream of `device` (checked), created on first use.
-    pub fn default_stream(&'static self, device: c_int) -> XResult<Arc<StreamObj>> {
+    pub fn default_stream(&'static self, device: c_int) -> XResult<&'static Arc<StreamObj>> {
         let slot = &self.defaults[self.device(device)? as usize];
         if let Some(stream) = slot.get() {
-            return Ok(stream.clone());
+            return Ok(stream);
         }
         let created = StreamObj::create(self, device, XDAL_STREAM_DEFAULT, self.priority_least)?;
-        Ok(slot.get_or_init(|| created).clone())
+        Ok(slot.get_or_init(|| created))
     }
 
     /// The default stream of `device` if it was ever used.

@@ -5,7 +5,7 @@
 //! object.
 use crate::backend::{backend, call, Backend};
 use crate::error::{bail, err, Error, XResult};
-use crate::handles::HandleTable;
+use crate::handles::{HandleTable, Ref};
 use crate::threads::current_device;
 use std::collections::HashMap;
 use std::ffi::{c_int, CStr, CString};
@@ -85,20 +85,37 @@ impl Drop for EventObj {
 pub(crate) static STREAMS: HandleTable<StreamObj> = HandleTable::new(0xA151);
 pub(crate) static EVENTS: HandleTable<EventObj> = HandleTable::new(0xA1E7);
 
+/// A stream a call named, borrowed for the call: from the handle table, or
+/// a device's default stream (which lives as long as the process).
+pub(crate) enum StreamRef {
+    Handle(Ref<StreamObj>),
+    Default(&'static Arc<StreamObj>),
+}
+
+impl std::ops::Deref for StreamRef {
+    type Target = Arc<StreamObj>;
+    fn deref(&self) -> &Arc<StreamObj> {
+        match self {
+            StreamRef::Handle(object) => object,
+            StreamRef::Default(object) => object,
+        }
+    }
+}
+
 /// The stream a caller named: NULL is the current device's default stream.
 #[inline]
-pub(crate) fn stream(handle: xdal_stream_t) -> XResult<Arc<StreamObj>> {
+pub(crate) fn stream(handle: xdal_stream_t) -> XResult<StreamRef> {
     if handle.is_null() {
-        return backend()?.default_stream(current_device());
+        return backend()?.default_stream(current_device()).map(StreamRef::Default);
     }
-    STREAMS.get(handle as usize).ok_or_else(|| {
+    STREAMS.get(handle as usize).map(StreamRef::Handle).ok_or_else(|| {
         err!(XDAL_ERROR_INVALID_HANDLE, "{handle:p} is not a live stream (destroyed, or not a stream handle)")
     })
 }
 
 /// The event a caller named.
 #[inline]
-pub(crate) fn event(handle: xdal_event_t) -> XResult<Arc<EventObj>> {
+pub(crate) fn event(handle: xdal_event_t) -> XResult<Ref<EventObj>> {
     if handle.is_null() {
         bail!(XDAL_ERROR_INVALID_HANDLE, "the event handle is NULL");
     }
@@ -186,7 +203,7 @@ pub(crate) fn insert_handle<T>(table: &HandleTable<T>, value: Arc<T>, what: &str
 }
 
 /// The module a caller named.
-pub(crate) fn module(handle: xdal_module_t) -> XResult<Arc<ModuleObj>> {
+pub(crate) fn module(handle: xdal_module_t) -> XResult<Ref<ModuleObj>> {
     MODULES.get(handle as usize).ok_or_else(|| {
         err!(XDAL_ERROR_INVALID_HANDLE, "{handle:p} is not a loaded module (unloaded, or not a module handle)")
     })
@@ -194,7 +211,7 @@ pub(crate) fn module(handle: xdal_module_t) -> XResult<Arc<ModuleObj>> {
 
 /// The function a caller named.
 #[inline]
-pub(crate) fn function(handle: xdal_function_t) -> XResult<Arc<FunctionObj>> {
+pub(crate) fn function(handle: xdal_function_t) -> XResult<Ref<FunctionObj>> {
     FUNCTIONS.get(handle as usize).ok_or_else(|| {
         err!(
             XDAL_ERROR_INVALID_HANDLE,
