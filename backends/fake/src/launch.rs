@@ -5,6 +5,7 @@
 //! without any thread ever waiting on work only another could do.
 use crate::error::{failure, Failure, FakeResult};
 use crate::module::FakeFunction;
+use crossbeam_queue::SegQueue;
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
@@ -34,33 +35,41 @@ pub(crate) struct Args {
 }
 
 impl Args {
-    /// Copies the arguments; 8-byte values that are device addresses are
-    /// translated to the backend's alias, so kernels can use them. (An
-    /// 8-byte scalar is translated only if its value lies inside a device's
-    /// reserved address range, which no count or float bit pattern of a
-    /// real launch comes near; and only in protect mode.)
+    fn empty() -> Args {
+        Args { bytes: Bytes::Inline([0; INLINE_ARGS]), offsets: [0; INLINE_ARGS], heap_offsets: Vec::new(), count: 0 }
+    }
+
+    /// Copies the arguments into this storage (reused from launch to
+    /// launch); 8-byte values that are device addresses are translated to
+    /// the backend's alias, so kernels can use them. (An 8-byte scalar is
+    /// translated only if its value lies inside a device's reserved address
+    /// range, which no count or float bit pattern of a real launch comes
+    /// near; and only in protect mode.)
     ///
     /// # Safety
     /// Each `args[i].value` must be readable for `args[i].size` bytes, and
     /// the sizes add up to at most 4096 (the front checks).
-    pub unsafe fn copy(args: &[xdal_kernel_arg_t]) -> Args {
+    unsafe fn set(&mut self, args: &[xdal_kernel_arg_t]) {
         let total: usize = args.iter().map(|a| a.size.next_multiple_of(SLOT_ALIGN)).sum();
         let words = total / SLOT_ALIGN;
-        let mut bytes =
-            if words <= INLINE_ARGS { Bytes::Inline([0; INLINE_ARGS]) } else { Bytes::Heap(vec![0u128; words]) };
-        let base = match &mut bytes {
+        match &mut self.bytes {
+            Bytes::Heap(_) if words <= INLINE_ARGS => self.bytes = Bytes::Inline([0; INLINE_ARGS]),
+            Bytes::Heap(storage) => storage.resize(words, 0),
+            Bytes::Inline(_) if words > INLINE_ARGS => self.bytes = Bytes::Heap(vec![0u128; words]),
+            Bytes::Inline(_) => {}
+        }
+        let base = match &mut self.bytes {
             Bytes::Inline(words) => words.as_mut_ptr() as *mut u8,
             Bytes::Heap(words) => words.as_mut_ptr() as *mut u8,
         };
-        let mut offsets = [0u16; INLINE_ARGS];
-        let mut heap_offsets = Vec::new();
+        self.heap_offsets.clear();
         let fake = crate::fake();
         let mut offset = 0usize;
         for (i, arg) in args.iter().enumerate() {
             if i < INLINE_ARGS {
-                offsets[i] = offset as u16;
+                self.offsets[i] = offset as u16;
             } else {
-                heap_offsets.push(offset as u16);
+                self.heap_offsets.push(offset as u16);
             }
             // SAFETY: the caller guarantees the source; the slot holds
             // `size` bytes at `offset` inside the storage.
@@ -72,7 +81,7 @@ impl Args {
             }
             offset += arg.size.next_multiple_of(SLOT_ALIGN);
         }
-        Args { bytes, offsets, heap_offsets, count: args.len() }
+        self.count = args.len();
     }
 
     /// Calls `f` with the array of pointers to the argument copies, built
@@ -100,9 +109,19 @@ impl Args {
     }
 }
 
+/// Finished launches kept for the next ones: a launch is made by the thread
+/// that enqueues it and finished by a worker, and memory allocated on one
+/// thread and freed on another is the C allocator's slow path.
+static SPARE: SegQueue<Arc<Launch>> = SegQueue::new();
+
+/// Spare launches kept at most (each a few hundred bytes).
+const SPARE_MAX: usize = 256;
+
 /// One launch, shared by the threads running its blocks.
 pub(crate) struct Launch {
-    function: Arc<FakeFunction>,
+    /// None only while the launch waits in `SPARE`: a spare must not keep a
+    /// module loaded.
+    function: Option<Arc<FakeFunction>>,
     grid: xdal_dim3_t,
     block: xdal_dim3_t,
     shared_bytes: usize,
@@ -127,26 +146,72 @@ thread_local! {
 }
 
 impl Launch {
-    pub fn new(
-        function: Arc<FakeFunction>,
-        grid: xdal_dim3_t,
-        block: xdal_dim3_t,
-        shared_bytes: usize,
-        args: Args,
-    ) -> Launch {
-        let total = u64::from(grid.x) * u64::from(grid.y) * u64::from(grid.z);
+    fn blank() -> Launch {
+        let one = xdal_dim3_t { x: 1, y: 1, z: 1 };
         Launch {
-            function,
-            grid,
-            block,
-            shared_bytes,
-            args,
-            total,
+            function: None,
+            grid: one,
+            block: one,
+            shared_bytes: 0,
+            args: Args::empty(),
+            total: 0,
             next: AtomicU64::new(0),
             done: AtomicU64::new(0),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
         }
+    }
+
+    /// A launch of `function` with its own copy of `args`, made from a
+    /// spare one when there is one.
+    ///
+    /// # Safety
+    /// As for `Args::set`.
+    pub unsafe fn prepare(
+        function: Arc<FakeFunction>,
+        grid: xdal_dim3_t,
+        block: xdal_dim3_t,
+        shared_bytes: usize,
+        args: &[xdal_kernel_arg_t],
+    ) -> Arc<Launch> {
+        let fill = |this: &mut Launch| {
+            this.function = Some(function);
+            this.grid = grid;
+            this.block = block;
+            this.shared_bytes = shared_bytes;
+            // SAFETY: the caller's contract is `set`'s.
+            unsafe { this.args.set(args) };
+            this.total = u64::from(grid.x) * u64::from(grid.y) * u64::from(grid.z);
+            *this.next.get_mut() = 0;
+            *this.done.get_mut() = 0;
+            *this.failed.get_mut() = false;
+            *this.failure.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+        };
+        // Spares are pushed only when unshared, so get_mut succeeds.
+        if let Some(mut spare) = SPARE.pop() {
+            if let Some(this) = Arc::get_mut(&mut spare) {
+                fill(this);
+                return spare;
+            }
+        }
+        let mut fresh = Launch::blank();
+        fill(&mut fresh);
+        Arc::new(fresh)
+    }
+
+    /// Keeps a finished launch for reuse, if nobody else holds it (a helper
+    /// may still be letting go of its reference; then it is simply freed).
+    pub fn recycle(mut launch: Arc<Launch>) {
+        if let Some(this) = Arc::get_mut(&mut launch) {
+            this.function = None;
+            if SPARE.len() < SPARE_MAX {
+                SPARE.push(launch);
+            }
+        }
+    }
+
+    fn function(&self) -> &FakeFunction {
+        self.function.as_deref().expect("a launch being run has its function")
     }
 
     /// Runs every block; returns the first failure.
@@ -205,7 +270,7 @@ impl Launch {
             };
             // SAFETY: the kernel has the host-kernel signature; ctx and the
             // argument pointers are valid for the call.
-            let status = self.args.with_pointers(|args| unsafe { (self.function.kernel)(&ctx, args) });
+            let status = self.args.with_pointers(|args| unsafe { (self.function().kernel)(&ctx, args) });
             if status == xdal_status::XDAL_SUCCESS as i32 {
                 return Ok(());
             }
@@ -213,11 +278,55 @@ impl Launch {
             Err(failure!(
                 XDAL_ERROR_LAUNCH_FAILED,
                 "kernel {} returned {name} in block ({}, {}, {})",
-                self.function.name,
+                self.function().name,
                 block_idx.x,
                 block_idx.y,
                 block_idx.z
             ))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    static SEEN: Mutex<Vec<Vec<u64>>> = Mutex::new(Vec::new());
+
+    /// Records every argument as a u64 (each test argument is 8 bytes).
+    unsafe extern "C" fn record_args(
+        _ctx: *const xdal_kernel_context_t,
+        args: *const *mut c_void,
+    ) -> xdal_abi::xdal_status_raw {
+        let count = COUNT.load(SeqCst);
+        // SAFETY: the launch passes `count` argument pointers, each to 8 bytes.
+        let values = (0..count).map(|i| unsafe { *(*args.add(i) as *const u64) }).collect();
+        SEEN.lock().unwrap().push(values);
+        0
+    }
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+
+    #[test]
+    fn recycled_launches_carry_only_their_own_arguments_and_no_function() {
+        let _ = crate::started().expect("fake backend starts");
+        let function = Arc::new(FakeFunction::from_host(record_args));
+        let one = xdal_dim3_t { x: 1, y: 1, z: 1 };
+        // Alternate inline (2 args) and heap-stored (20 args) argument lists,
+        // so that storage is reused in both directions.
+        for (round, count) in [2usize, 20, 2, 20, 3].into_iter().enumerate() {
+            let values: Vec<u64> = (0..count as u64).map(|i| 1000 * round as u64 + i).collect();
+            let args: Vec<xdal_kernel_arg_t> =
+                values.iter().map(|v| xdal_kernel_arg_t { value: (v as *const u64).cast(), size: 8 }).collect();
+            // SAFETY: every value is 8 readable bytes.
+            let launch = unsafe { Launch::prepare(function.clone(), one, one, 0, &args) };
+            COUNT.store(count, SeqCst);
+            launch.run().unwrap();
+            assert_eq!(SEEN.lock().unwrap().pop().unwrap(), values, "round {round}");
+            Launch::recycle(launch);
+            // Recycled into the spares or freed: either way the function (and
+            // the module it keeps loaded) is no longer held.
+            assert_eq!(Arc::strong_count(&function), 1, "a finished launch still holds its function");
+        }
     }
 }

@@ -447,7 +447,9 @@ impl Stream {
             }
             Op::Kernel(launch) => {
                 let _long = crate::fake().executor.long_op();
-                Step::Done(Self::catching(|| launch.run()))
+                let result = Self::catching(|| launch.run());
+                crate::launch::Launch::recycle(launch);
+                Step::Done(result)
             }
             Op::Task(task) => {
                 let _long = crate::fake().executor.long_op();

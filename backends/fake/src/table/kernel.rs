@@ -2,7 +2,7 @@
 //! are `Arc`s turned raw; a queued launch holds its own reference.
 use super::{stream_ref, write_out};
 use crate::error::{entry, failure};
-use crate::launch::{Args, Launch};
+use crate::launch::Launch;
 use crate::module::{FakeFunction, FakeModule};
 use crate::stream::Op;
 use std::ffi::{c_char, c_void, CStr};
@@ -117,8 +117,8 @@ pub(super) unsafe extern "C" fn launch_kernel(
             unsafe { std::slice::from_raw_parts(args, num_args) }
         };
         if let Some(expected) = function.arg_sizes {
-            let given: Vec<usize> = args.iter().map(|a| a.size).collect();
-            if given != expected {
+            if !args.iter().map(|a| a.size).eq(expected.iter().copied()) {
+                let given: Vec<usize> = args.iter().map(|a| a.size).collect();
                 return Err(failure!(
                     XDAL_ERROR_INVALID_VALUE,
                     "{} takes {} argument(s) of {expected:?} bytes; the launch gave {} of {given:?}",
@@ -130,8 +130,7 @@ pub(super) unsafe extern "C" fn launch_kernel(
         }
         // SAFETY: the front checked every value is non-NULL; the caller
         // provides `size` readable bytes at each.
-        let args = unsafe { Args::copy(args) };
-        let launch = Arc::new(Launch::new(Arc::clone(&function), grid, block, shared_mem_bytes, args));
+        let launch = unsafe { Launch::prepare(Arc::clone(&function), grid, block, shared_mem_bytes, args) };
         stream.enqueue(Op::Kernel(launch));
         Ok(())
     })
