@@ -516,6 +516,17 @@ typedef struct xdal_mem_stats {
    * Allocations refused with `XDAL_ERROR_OUT_OF_MEMORY`.
    */
   uint64_t num_ooms;
+  /**
+   * Since 1.1. Highest `reserved_bytes` since the device started or the
+   * last `xdal_mem_reset_peak_stats`, which resets it to the current
+   * `reserved_bytes`. A caller whose `struct_size` ends before this field
+   * (built against 1.0) does not get it written. Under a backend built
+   * against 1.0, which does not know the field, the library reports a
+   * lower bound: the highest of the current `reserved_bytes`,
+   * `peak_allocated_bytes` and every `reserved_bytes` it has reported
+   * for the device since the last reset.
+   */
+  uint64_t peak_reserved_bytes;
 } xdal_mem_stats;
 
 /**
@@ -776,12 +787,17 @@ xdal_status_t xdal_pointer_get_attributes(const void *ptr, xdal_pointer_attribut
 
 /**
  * Fills `stats` with the allocator statistics of `device`. The caller
- * sets `stats->struct_size`; only the fields that fit are written.
+ * sets `stats->struct_size`; only the fields that fit are written (a
+ * caller built against 1.0 gets the 1.0 fields, nothing past them).
+ * `XDAL_ERROR_NULL_POINTER` for NULL `stats`, `XDAL_ERROR_INVALID_VALUE`
+ * for a `struct_size` below `sizeof(size_t)`, `XDAL_ERROR_INVALID_DEVICE`
+ * for a bad device.
  */
 xdal_status_t xdal_mem_get_stats(int device, xdal_mem_stats_t *stats);
 
 /**
- * Resets `peak_allocated_bytes` of `device` to its current allocation.
+ * Resets `peak_allocated_bytes` of `device` to its current allocation
+ * and, since 1.1, `peak_reserved_bytes` to its current reservation.
  */
 xdal_status_t xdal_mem_reset_peak_stats(int device);
 
