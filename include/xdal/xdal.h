@@ -279,7 +279,8 @@ typedef enum xdal_status xdal_status_t;
 
 /**
  * A stream: an in-order queue of work on one device. NULL names the calling
- * thread's current device's default stream.
+ * thread's current device's default stream; since 1.1,
+ * `xdal_device_get_default_stream` gives a handle for a given device's.
  */
 typedef struct xdal_stream_s *xdal_stream_t;
 
@@ -849,9 +850,23 @@ const char *xdal_backend_name(void);
 xdal_status_t xdal_stream_create(xdal_stream_t *stream, uint32_t flags, int priority);
 
 /**
+ * Since 1.1. Writes to `stream` a handle that names `device`'s default
+ * stream, the stream that NULL names on a thread whose current device is
+ * `device`: the same work queue, ordering and sticky error. It works from
+ * any thread whatever its current device, with every function that takes
+ * a stream, and asking again gives the same handle value. It cannot be
+ * destroyed (`xdal_stream_destroy` returns `XDAL_ERROR_INVALID_VALUE`
+ * and the handle keeps working). `XDAL_ERROR_INVALID_DEVICE` for a device
+ * out of range, `XDAL_ERROR_NULL_POINTER` for NULL `stream`.
+ */
+xdal_status_t xdal_device_get_default_stream(int device, xdal_stream_t *stream);
+
+/**
  * Destroys a stream. Returns at once; work already enqueued still runs to
  * completion. The handle is invalid from now on. NULL (the default
- * stream) cannot be destroyed: `XDAL_ERROR_INVALID_HANDLE`.
+ * stream) cannot be destroyed: `XDAL_ERROR_INVALID_HANDLE`; nor can a
+ * handle from `xdal_device_get_default_stream`: `XDAL_ERROR_INVALID_VALUE`
+ * (since 1.1), and it stays usable.
  */
 xdal_status_t xdal_stream_destroy(xdal_stream_t stream);
 

@@ -183,6 +183,7 @@ static void check_every_call_refused(void) {
   CHECK_REFUSED("xdal_mem_reset_peak_stats", xdal_mem_reset_peak_stats(0));
   CHECK_REFUSED("xdal_mem_empty_cache", xdal_mem_empty_cache(0));
   CHECK_REFUSED("xdal_stream_create", xdal_stream_create(&s, XDAL_STREAM_DEFAULT, 0));
+  CHECK_REFUSED("xdal_device_get_default_stream", xdal_device_get_default_stream(0, &s));
   CHECK_REFUSED("xdal_stream_query", xdal_stream_query(NULL));
   CHECK_REFUSED("xdal_stream_synchronize", xdal_stream_synchronize(NULL));
   CHECK_REFUSED("xdal_stream_get_priority", xdal_stream_get_priority(NULL, &i));
