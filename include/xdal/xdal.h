@@ -54,7 +54,7 @@
 /**
  * ABI minor version: only additions since the major's first release.
  */
-#define XDAL_ABI_VERSION_MINOR 0
+#define XDAL_ABI_VERSION_MINOR 1
 
 /**
  * Library release, major part (equals the ABI major).
@@ -64,7 +64,7 @@
 /**
  * Library release, minor part.
  */
-#define XDAL_VERSION_MINOR 0
+#define XDAL_VERSION_MINOR 1
 
 /**
  * Library release, patch part.
@@ -809,7 +809,7 @@ xdal_status_t xdal_mem_reset_peak_stats(int device);
 xdal_status_t xdal_mem_empty_cache(int device);
 
 /**
- * Writes the library's version (1.0.0 for this release). All three outputs
+ * Writes the library's version (1.1.0 for this release). All three outputs
  * are required.
  */
 xdal_status_t xdal_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch);
