@@ -102,15 +102,56 @@ impl std::ops::Deref for StreamRef {
     }
 }
 
-/// The stream a caller named: NULL is the current device's default stream.
+/// Top 16 bits of a handle that names a device's default stream, the
+/// device index in the low bits (`xdal_device_get_default_stream`). Not
+/// the tag of any handle table, so no table handle ever looks like one;
+/// there is nothing to look up or free, since default streams live in
+/// the backend state and are never destroyed.
+const DEFAULT_STREAM_TAG: usize = 0xA15D << 48;
+const DEFAULT_STREAM_DEVICE_MASK: usize = (1 << 48) - 1;
+
+/// The handle that names `device`'s default stream; the same value every
+/// time.
+pub(crate) fn default_stream_handle(device: c_int) -> xdal_stream_t {
+    let device = usize::try_from(device).expect("a checked device index is not negative");
+    (DEFAULT_STREAM_TAG | device) as xdal_stream_t
+}
+
+/// The device whose default stream `handle` names, if it is such a handle
+/// for a device of `backend`.
+pub(crate) fn default_stream_device(backend: &Backend, handle: xdal_stream_t) -> Option<c_int> {
+    let handle = handle as usize;
+    if handle & !DEFAULT_STREAM_DEVICE_MASK != DEFAULT_STREAM_TAG {
+        return None;
+    }
+    c_int::try_from(handle & DEFAULT_STREAM_DEVICE_MASK).ok().filter(|d| backend.device(*d).is_ok())
+}
+
+/// The stream a caller named: NULL is the current device's default stream,
+/// a handle from `xdal_device_get_default_stream` that device's.
 #[inline]
 pub(crate) fn stream(handle: xdal_stream_t) -> XResult<StreamRef> {
     if handle.is_null() {
         return backend()?.default_stream(current_device()).map(StreamRef::Default);
     }
-    STREAMS.get(handle as usize).map(StreamRef::Handle).ok_or_else(|| {
-        err!(XDAL_ERROR_INVALID_HANDLE, "{handle:p} is not a live stream (destroyed, or not a stream handle)")
-    })
+    match STREAMS.get(handle as usize) {
+        Some(stream) => Ok(StreamRef::Handle(stream)),
+        None => not_a_table_stream(handle),
+    }
+}
+
+/// The rest of `stream`, off its hot path: a default-stream handle, or no
+/// stream at all.
+#[cold]
+#[inline(never)]
+fn not_a_table_stream(handle: xdal_stream_t) -> XResult<StreamRef> {
+    let backend = backend()?;
+    match default_stream_device(backend, handle) {
+        Some(device) => backend.default_stream(device).map(StreamRef::Default),
+        None => {
+            Err(err!(XDAL_ERROR_INVALID_HANDLE, "{handle:p} is not a live stream (destroyed, or not a stream handle)"))
+        }
+    }
 }
 
 /// The event a caller named.
@@ -218,4 +259,45 @@ pub(crate) fn function(handle: xdal_function_t) -> XResult<Ref<FunctionObj>> {
             "{handle:p} is not a live function (its module was unloaded, or not a function handle)"
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_stream_handles_name_one_device_each_and_nothing_else() {
+        let backend = backend().expect("the fake backend starts");
+        assert!(backend.device_count >= 1);
+        for device in 0..backend.device_count {
+            let handle = default_stream_handle(device);
+            assert!(!handle.is_null());
+            assert_eq!(handle, default_stream_handle(device), "the same value every time");
+            assert_eq!(default_stream_device(backend, handle), Some(device));
+            let named = stream(handle).expect("a default-stream handle resolves");
+            assert!(Arc::ptr_eq(&named, backend.default_stream(device).unwrap()), "the device's default stream");
+            assert_eq!(named.device, device);
+        }
+        // A device the backend does not have, garbage near the tag, NULL.
+        let beyond = default_stream_handle(backend.device_count);
+        assert_eq!(default_stream_device(backend, beyond), None);
+        assert!(stream(beyond).is_err_and(|e| e.status == xdal_status::XDAL_ERROR_INVALID_HANDLE));
+        let stray_bits = (default_stream_handle(0) as usize | 1 << 40) as xdal_stream_t;
+        assert_eq!(default_stream_device(backend, stray_bits), None);
+        assert_eq!(default_stream_device(backend, std::ptr::null_mut()), None);
+        assert_eq!(default_stream_device(backend, usize::MAX as xdal_stream_t), None);
+
+        // No handle of a table is taken for one, whatever its slot.
+        for tag in [0xA151, 0xA1E7, 0xA1D0, 0xA1F0] {
+            let table: HandleTable<u8> = HandleTable::new(tag);
+            for _ in 0..4 {
+                let handle = table.insert(Arc::new(0)).unwrap() as xdal_stream_t;
+                assert_eq!(default_stream_device(backend, handle), None, "tag {tag:#x}");
+            }
+        }
+        let live = StreamObj::create(backend, 0, XDAL_STREAM_DEFAULT, backend.priority_least).unwrap();
+        let handle = insert_handle(&STREAMS, live, "streams").unwrap() as xdal_stream_t;
+        assert_eq!(default_stream_device(backend, handle), None);
+        assert!(STREAMS.remove(handle as usize).is_some());
+    }
 }

@@ -144,9 +144,14 @@ pub struct xdal_backend_v1 {
         ) -> xdal_status_raw,
     >,
     /// Fills `stats` up to `stats->struct_size`. Fallback: counts kept by
-    /// the front.
+    /// the front. Since 1.1 the front passes a struct with
+    /// `peak_reserved_bytes`; a backend that leaves that field unwritten
+    /// (one built against 1.0) gets the front's lower bound reported in its
+    /// place (see `xdal_mem_stats_t`).
     pub mem_get_stats: Option<unsafe extern "C" fn(device: c_int, stats: *mut xdal_mem_stats_t) -> xdal_status_raw>,
-    /// Resets the peak statistic to the current allocation.
+    /// Resets the peak statistics: `peak_allocated_bytes` to the current
+    /// allocation and (since 1.1) `peak_reserved_bytes` to the current
+    /// reservation.
     pub mem_reset_peak_stats: Option<unsafe extern "C" fn(device: c_int) -> xdal_status_raw>,
     /// Releases cached, unused memory. Fallback: nothing to release.
     pub mem_empty_cache: Option<unsafe extern "C" fn(device: c_int) -> xdal_status_raw>,

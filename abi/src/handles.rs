@@ -7,7 +7,8 @@ pub struct xdal_stream_s {
     _opaque: [u8; 0],
 }
 /// A stream: an in-order queue of work on one device. NULL names the calling
-/// thread's current device's default stream.
+/// thread's current device's default stream; since 1.1,
+/// `xdal_device_get_default_stream` gives a handle for a given device's.
 pub type xdal_stream_t = *mut xdal_stream_s;
 
 /// The object behind an `xdal_event_t`. Never defined: only pointed to.

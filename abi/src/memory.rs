@@ -90,6 +90,15 @@ pub struct xdal_mem_stats {
     pub num_frees: u64,
     /// Allocations refused with `XDAL_ERROR_OUT_OF_MEMORY`.
     pub num_ooms: u64,
+    /// Since 1.1. Highest `reserved_bytes` since the device started or the
+    /// last `xdal_mem_reset_peak_stats`, which resets it to the current
+    /// `reserved_bytes`. A caller whose `struct_size` ends before this field
+    /// (built against 1.0) does not get it written. Under a backend built
+    /// against 1.0, which does not know the field, the library reports a
+    /// lower bound: the highest of the current `reserved_bytes`,
+    /// `peak_allocated_bytes` and every `reserved_bytes` it has reported
+    /// for the device since the last reset.
+    pub peak_reserved_bytes: u64,
 }
 /// See `struct xdal_mem_stats`.
 pub type xdal_mem_stats_t = xdal_mem_stats;

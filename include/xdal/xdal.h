@@ -54,7 +54,7 @@
 /**
  * ABI minor version: only additions since the major's first release.
  */
-#define XDAL_ABI_VERSION_MINOR 0
+#define XDAL_ABI_VERSION_MINOR 1
 
 /**
  * Library release, major part (equals the ABI major).
@@ -64,7 +64,7 @@
 /**
  * Library release, minor part.
  */
-#define XDAL_VERSION_MINOR 0
+#define XDAL_VERSION_MINOR 1
 
 /**
  * Library release, patch part.
@@ -279,7 +279,8 @@ typedef enum xdal_status xdal_status_t;
 
 /**
  * A stream: an in-order queue of work on one device. NULL names the calling
- * thread's current device's default stream.
+ * thread's current device's default stream; since 1.1,
+ * `xdal_device_get_default_stream` gives a handle for a given device's.
  */
 typedef struct xdal_stream_s *xdal_stream_t;
 
@@ -516,6 +517,17 @@ typedef struct xdal_mem_stats {
    * Allocations refused with `XDAL_ERROR_OUT_OF_MEMORY`.
    */
   uint64_t num_ooms;
+  /**
+   * Since 1.1. Highest `reserved_bytes` since the device started or the
+   * last `xdal_mem_reset_peak_stats`, which resets it to the current
+   * `reserved_bytes`. A caller whose `struct_size` ends before this field
+   * (built against 1.0) does not get it written. Under a backend built
+   * against 1.0, which does not know the field, the library reports a
+   * lower bound: the highest of the current `reserved_bytes`,
+   * `peak_allocated_bytes` and every `reserved_bytes` it has reported
+   * for the device since the last reset.
+   */
+  uint64_t peak_reserved_bytes;
 } xdal_mem_stats;
 
 /**
@@ -776,12 +788,17 @@ xdal_status_t xdal_pointer_get_attributes(const void *ptr, xdal_pointer_attribut
 
 /**
  * Fills `stats` with the allocator statistics of `device`. The caller
- * sets `stats->struct_size`; only the fields that fit are written.
+ * sets `stats->struct_size`; only the fields that fit are written (a
+ * caller built against 1.0 gets the 1.0 fields, nothing past them).
+ * `XDAL_ERROR_NULL_POINTER` for NULL `stats`, `XDAL_ERROR_INVALID_VALUE`
+ * for a `struct_size` below `sizeof(size_t)`, `XDAL_ERROR_INVALID_DEVICE`
+ * for a bad device.
  */
 xdal_status_t xdal_mem_get_stats(int device, xdal_mem_stats_t *stats);
 
 /**
- * Resets `peak_allocated_bytes` of `device` to its current allocation.
+ * Resets `peak_allocated_bytes` of `device` to its current allocation
+ * and, since 1.1, `peak_reserved_bytes` to its current reservation.
  */
 xdal_status_t xdal_mem_reset_peak_stats(int device);
 
@@ -792,7 +809,7 @@ xdal_status_t xdal_mem_reset_peak_stats(int device);
 xdal_status_t xdal_mem_empty_cache(int device);
 
 /**
- * Writes the library's version (1.0.0 for this release). All three outputs
+ * Writes the library's version (1.1.0 for this release). All three outputs
  * are required.
  */
 xdal_status_t xdal_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch);
@@ -833,9 +850,23 @@ const char *xdal_backend_name(void);
 xdal_status_t xdal_stream_create(xdal_stream_t *stream, uint32_t flags, int priority);
 
 /**
+ * Since 1.1. Writes to `stream` a handle that names `device`'s default
+ * stream, the stream that NULL names on a thread whose current device is
+ * `device`: the same work queue, ordering and sticky error. It works from
+ * any thread whatever its current device, with every function that takes
+ * a stream, and asking again gives the same handle value. It cannot be
+ * destroyed (`xdal_stream_destroy` returns `XDAL_ERROR_INVALID_VALUE`
+ * and the handle keeps working). `XDAL_ERROR_INVALID_DEVICE` for a device
+ * out of range, `XDAL_ERROR_NULL_POINTER` for NULL `stream`.
+ */
+xdal_status_t xdal_device_get_default_stream(int device, xdal_stream_t *stream);
+
+/**
  * Destroys a stream. Returns at once; work already enqueued still runs to
  * completion. The handle is invalid from now on. NULL (the default
- * stream) cannot be destroyed: `XDAL_ERROR_INVALID_HANDLE`.
+ * stream) cannot be destroyed: `XDAL_ERROR_INVALID_HANDLE`; nor can a
+ * handle from `xdal_device_get_default_stream`: `XDAL_ERROR_INVALID_VALUE`
+ * (since 1.1), and it stays usable.
  */
 xdal_status_t xdal_stream_destroy(xdal_stream_t stream);
 

@@ -161,11 +161,16 @@ typedef struct xdal_backend_v1 {
   xdal_status_t (*mem_set_async)(void *dst, int value, size_t bytes, xdal_backend_stream_t stream);
   /**
    * Fills `stats` up to `stats->struct_size`. Fallback: counts kept by
-   * the front.
+   * the front. Since 1.1 the front passes a struct with
+   * `peak_reserved_bytes`; a backend that leaves that field unwritten
+   * (one built against 1.0) gets the front's lower bound reported in its
+   * place (see `xdal_mem_stats_t`).
    */
   xdal_status_t (*mem_get_stats)(int device, xdal_mem_stats_t *stats);
   /**
-   * Resets the peak statistic to the current allocation.
+   * Resets the peak statistics: `peak_allocated_bytes` to the current
+   * allocation and (since 1.1) `peak_reserved_bytes` to the current
+   * reservation.
    */
   xdal_status_t (*mem_reset_peak_stats)(int device);
   /**

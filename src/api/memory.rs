@@ -201,7 +201,11 @@ pub extern "C" fn xdal_pointer_get_attributes(
 }
 
 /// Fills `stats` with the allocator statistics of `device`. The caller
-/// sets `stats->struct_size`; only the fields that fit are written.
+/// sets `stats->struct_size`; only the fields that fit are written (a
+/// caller built against 1.0 gets the 1.0 fields, nothing past them).
+/// `XDAL_ERROR_NULL_POINTER` for NULL `stats`, `XDAL_ERROR_INVALID_VALUE`
+/// for a `struct_size` below `sizeof(size_t)`, `XDAL_ERROR_INVALID_DEVICE`
+/// for a bad device.
 #[no_mangle]
 pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t) -> xdal_status_t {
     boundary("xdal_mem_get_stats", || {
@@ -216,7 +220,8 @@ pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t
     })
 }
 
-/// Resets `peak_allocated_bytes` of `device` to its current allocation.
+/// Resets `peak_allocated_bytes` of `device` to its current allocation
+/// and, since 1.1, `peak_reserved_bytes` to its current reservation.
 #[no_mangle]
 pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
     boundary("xdal_mem_reset_peak_stats", || {

@@ -5,7 +5,7 @@ use std::ffi::{c_char, CStr};
 use std::panic::catch_unwind;
 use xdal_abi::*;
 
-/// Writes the library's version (1.0.0 for this release). All three outputs
+/// Writes the library's version (1.1.0 for this release). All three outputs
 /// are required.
 #[no_mangle]
 pub extern "C" fn xdal_get_version(major: *mut u32, minor: *mut u32, patch: *mut u32) -> xdal_status_t {

@@ -1,7 +1,7 @@
 //! Streams: in-order queues of work on one device.
 use crate::backend::{backend, call};
 use crate::error::{bail, boundary, err, require, Out};
-use crate::objects::{insert_handle, StreamObj, STREAMS};
+use crate::objects::{default_stream_device, default_stream_handle, insert_handle, StreamObj, STREAMS};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
 use xdal_abi::*;
@@ -32,18 +32,52 @@ pub extern "C" fn xdal_stream_create(stream: *mut xdal_stream_t, flags: u32, pri
     })
 }
 
+/// Since 1.1. Writes to `stream` a handle that names `device`'s default
+/// stream, the stream that NULL names on a thread whose current device is
+/// `device`: the same work queue, ordering and sticky error. It works from
+/// any thread whatever its current device, with every function that takes
+/// a stream, and asking again gives the same handle value. It cannot be
+/// destroyed (`xdal_stream_destroy` returns `XDAL_ERROR_INVALID_VALUE`
+/// and the handle keeps working). `XDAL_ERROR_INVALID_DEVICE` for a device
+/// out of range, `XDAL_ERROR_NULL_POINTER` for NULL `stream`.
+#[no_mangle]
+pub extern "C" fn xdal_device_get_default_stream(device: c_int, stream: *mut xdal_stream_t) -> xdal_status_t {
+    boundary("xdal_device_get_default_stream", || {
+        let out = Out::new(stream, "stream")?;
+        let backend = backend()?;
+        let device = backend.device(device)?;
+        // Created now, so that a backend failing to create it says so here
+        // rather than at the first use of the handle.
+        backend.default_stream(device)?;
+        out.write(default_stream_handle(device));
+        Ok(())
+    })
+}
+
 /// Destroys a stream. Returns at once; work already enqueued still runs to
 /// completion. The handle is invalid from now on. NULL (the default
-/// stream) cannot be destroyed: `XDAL_ERROR_INVALID_HANDLE`.
+/// stream) cannot be destroyed: `XDAL_ERROR_INVALID_HANDLE`; nor can a
+/// handle from `xdal_device_get_default_stream`: `XDAL_ERROR_INVALID_VALUE`
+/// (since 1.1), and it stays usable.
 #[no_mangle]
 pub extern "C" fn xdal_stream_destroy(stream: xdal_stream_t) -> xdal_status_t {
     boundary("xdal_stream_destroy", || {
         if stream.is_null() {
             bail!(XDAL_ERROR_INVALID_HANDLE, "the default stream (NULL) cannot be destroyed");
         }
-        STREAMS.remove(stream as usize).map(drop).ok_or_else(|| {
-            err!(XDAL_ERROR_INVALID_HANDLE, "{stream:p} is not a live stream (destroyed, or not a stream handle)")
-        })
+        if STREAMS.remove(stream as usize).is_some() {
+            return Ok(());
+        }
+        match default_stream_device(backend()?, stream) {
+            Some(device) => Err(err!(
+                XDAL_ERROR_INVALID_VALUE,
+                "{stream:p} is device {device}'s default stream, which cannot be destroyed"
+            )),
+            None => Err(err!(
+                XDAL_ERROR_INVALID_HANDLE,
+                "{stream:p} is not a live stream (destroyed, or not a stream handle)"
+            )),
+        }
     })
 }
 

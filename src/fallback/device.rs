@@ -44,18 +44,29 @@ pub(crate) fn mem_info(backend: &'static Backend, device: c_int) -> XResult<(usi
     Ok((free, total))
 }
 
-/// Allocator statistics. Fallback: the front's own counts.
+/// Allocator statistics. Fallback: the front's own counts. A backend built
+/// against 1.0 does not write `peak_reserved_bytes`: the front completes
+/// it with a lower bound (`stats::complete_peak_reserved`).
 pub(crate) fn mem_stats(backend: &'static Backend, device: c_int) -> XResult<xdal_mem_stats_t> {
     if backend.table.mem_get_stats.is_none() {
         return Ok(stats::snapshot(device));
     }
-    let mut value = xdal_mem_stats_t { struct_size: std::mem::size_of::<xdal_mem_stats_t>(), ..Default::default() };
+    let mut value = xdal_mem_stats_t {
+        struct_size: std::mem::size_of::<xdal_mem_stats_t>(),
+        peak_reserved_bytes: stats::UNWRITTEN,
+        ..Default::default()
+    };
     call!(backend, mem_get_stats(device, &mut value))?;
+    if value.peak_reserved_bytes == stats::UNWRITTEN {
+        stats::complete_peak_reserved(device, &mut value);
+    }
     Ok(value)
 }
 
-/// Resets the peak. Fallback: the front's own counts.
+/// Resets the peaks. Fallback: the front's own counts. The reservations
+/// the front noted for a 1.0 backend's lower bound are forgotten either way.
 pub(crate) fn reset_peak(backend: &'static Backend, device: c_int) -> XResult<()> {
+    stats::reset_reserved_seen(device);
     if backend.table.mem_reset_peak_stats.is_none() {
         stats::reset_peak(device);
         return Ok(());

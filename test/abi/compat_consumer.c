@@ -226,6 +226,47 @@ static void kernels(void) {
   CHECK(xdal_free(dev));
 }
 
+/* What a consumer built against 1.1 or later headers uses of 1.1. */
+#if XDAL_ABI_VERSION_MINOR >= 1
+static int calls_1_1;
+static void count_call(void *arg) { (void)arg; calls_1_1++; }
+
+static void since_1_1(void) {
+  xdal_stream_t stream = NULL, again = NULL;
+  CHECK(xdal_device_get_default_stream(0, &stream));
+  CHECK(xdal_device_get_default_stream(0, &again));
+  EXPECT(stream != NULL && stream == again);
+  int device = -1;
+  CHECK(xdal_stream_get_device(stream, &device));
+  EXPECT(device == 0);
+  CHECK(xdal_launch_host_func(stream, count_call, NULL));
+  CHECK(xdal_stream_synchronize(NULL)); /* the same stream */
+  EXPECT(calls_1_1 == 1);
+  EXPECT(xdal_stream_destroy(stream) == XDAL_ERROR_INVALID_VALUE);
+  CHECK(xdal_stream_query(stream));
+  EXPECT(xdal_device_get_default_stream(-1, &again) == XDAL_ERROR_INVALID_DEVICE);
+
+  void *dev = NULL;
+  CHECK(xdal_mem_reset_peak_stats(0));
+  CHECK(xdal_malloc(&dev, 1 << 20));
+  CHECK(xdal_free(dev));
+  struct {
+    xdal_mem_stats_t stats;
+    unsigned char after[32];
+  } s;
+  memset(&s, CANARY, sizeof s);
+  s.stats.struct_size = sizeof s.stats;
+  CHECK(xdal_mem_get_stats(0, &s.stats));
+  EXPECT(s.stats.peak_reserved_bytes >= s.stats.reserved_bytes + (1u << 20));
+  EXPECT(untouched(s.after, sizeof s.after));
+  CHECK(xdal_mem_reset_peak_stats(0));
+  CHECK(xdal_mem_get_stats(0, &s.stats));
+  EXPECT(s.stats.peak_reserved_bytes == s.stats.reserved_bytes);
+}
+#else
+static void since_1_1(void) {}
+#endif
+
 static void errors(void) {
   EXPECT(xdal_malloc(NULL, 16) == XDAL_ERROR_NULL_POINTER);
   size_t needed = 0;
@@ -243,6 +284,7 @@ int main(int argc, char **argv) {
   memory();
   streams_and_events();
   kernels();
+  since_1_1();
   errors();
   printf("ok\n");
   return 0;

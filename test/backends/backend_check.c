@@ -15,6 +15,10 @@
  *       on the test plugin: a backend's own message (last_error_message)
  *       reaches the caller, and a status outside the enum becomes
  *       XDAL_ERROR_INTERNAL.
+ *   backend_check stats-1-0
+ *       on the test plugin whose mem_get_stats writes only the 1.0 fields:
+ *       the front reports the backend's numbers, and completes
+ *       peak_reserved_bytes with its documented lower bound.
  *
  * The checks come from the conformance harness; the exit status is 0 only
  * when all pass. */
@@ -179,6 +183,7 @@ static void check_every_call_refused(void) {
   CHECK_REFUSED("xdal_mem_reset_peak_stats", xdal_mem_reset_peak_stats(0));
   CHECK_REFUSED("xdal_mem_empty_cache", xdal_mem_empty_cache(0));
   CHECK_REFUSED("xdal_stream_create", xdal_stream_create(&s, XDAL_STREAM_DEFAULT, 0));
+  CHECK_REFUSED("xdal_device_get_default_stream", xdal_device_get_default_stream(0, &s));
   CHECK_REFUSED("xdal_stream_query", xdal_stream_query(NULL));
   CHECK_REFUSED("xdal_stream_synchronize", xdal_stream_synchronize(NULL));
   CHECK_REFUSED("xdal_stream_get_priority", xdal_stream_get_priority(NULL, &i));
@@ -274,6 +279,57 @@ static int run_entry_errors(void) {
   return 0;
 }
 
+/* --- stats-1-0 ------------------------------------------------------------------------ */
+
+static int get_stats(xdal_mem_stats_t *s) {
+  memset(s, 0, sizeof *s);
+  s->struct_size = sizeof *s;
+  return CHECK_OK(xdal_mem_get_stats(0, s));
+}
+
+/* Under a backend whose statistics end before peak_reserved_bytes, the front
+   reports the highest of reserved_bytes now, peak_allocated_bytes, and every
+   reserved_bytes it reported since the last reset (docs/semantics.md). */
+static int run_stats_1_0(void) {
+  if (!CHECK_OK(xdal_init())) return 1;
+  CHECK_STR_EQ(xdal_backend_name(), "test-plugin");
+  xdal_mem_stats_t s0, s1, s2, s3;
+  CHECK_OK(xdal_mem_reset_peak_stats(0));
+  if (!get_stats(&s0)) return 1;
+  CHECK_EQ_U(s0.peak_reserved_bytes, s0.reserved_bytes);
+
+  /* The backend's numbers, not the front's: the plugin counts rounded
+     blocks, the front would count the 1000 bytes asked for. */
+  void *a = NULL;
+  if (!CHECK_OK(xdal_malloc(&a, 1000))) return 1;
+  if (!get_stats(&s1)) return 1;
+  CHECK_EQ_U(s1.allocated_bytes, s0.allocated_bytes + 1024);
+  CHECK_EQ_U(s1.reserved_bytes, s0.reserved_bytes + 1024);
+  CHECK_EQ_U(s1.peak_reserved_bytes, s1.reserved_bytes);
+
+  /* A reservation the front reported stays the peak after a free. */
+  CHECK_OK(xdal_free(a));
+  if (!get_stats(&s2)) return 1;
+  CHECK_EQ_U(s2.reserved_bytes, s0.reserved_bytes);
+  CHECK_EQ_U(s2.peak_reserved_bytes, s1.reserved_bytes);
+
+  /* Growth the front never reported: peak_allocated_bytes bounds it. */
+  CHECK_OK(xdal_mem_reset_peak_stats(0));
+  void *b = NULL, *c = NULL;
+  if (!CHECK_OK(xdal_malloc(&b, 1 << 20)) || !CHECK_OK(xdal_malloc(&c, 1 << 20))) return 1;
+  CHECK_OK(xdal_free(b));
+  CHECK_OK(xdal_free(c));
+  if (!get_stats(&s3)) return 1;
+  CHECK_EQ_U(s3.peak_allocated_bytes, s0.reserved_bytes + (2u << 20));
+  CHECK_EQ_U(s3.peak_reserved_bytes, s3.peak_allocated_bytes);
+
+  /* A reset forgets both. */
+  CHECK_OK(xdal_mem_reset_peak_stats(0));
+  if (!get_stats(&s3)) return 1;
+  CHECK_EQ_U(s3.peak_reserved_bytes, s0.reserved_bytes);
+  return 0;
+}
+
 /* --- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
@@ -292,6 +348,8 @@ int main(int argc, char **argv) {
     if (!usage) run_refused();
   } else if (argc == 2 && strcmp(argv[1], "entry-errors") == 0) {
     run_entry_errors();
+  } else if (argc == 2 && strcmp(argv[1], "stats-1-0") == 0) {
+    run_stats_1_0();
   } else {
     usage = 1;
   }
@@ -299,7 +357,8 @@ int main(int argc, char **argv) {
     fprintf(stderr,
             "usage: backend_check uses <name> [no-kernels]\n"
             "       backend_check refused <STATUS> <text>...\n"
-            "       backend_check entry-errors\n");
+            "       backend_check entry-errors\n"
+            "       backend_check stats-1-0\n");
     return 2;
   }
   int failures = atomic_load(&harness_failures);

@@ -27,6 +27,7 @@
 #define PLUGIN_NULL_TABLE 11  /* the getter succeeds but writes a NULL table */
 #define PLUGIN_NO_NAME 12     /* the table's name is NULL */
 #define PLUGIN_NO_GETTER 13   /* a shared library that is no plugin at all */
+#define PLUGIN_STATS_1_0 14   /* mem_get_stats as a backend built against 1.0 fills it */
 
 #ifndef PLUGIN_VARIANT
 #error "compile with -DPLUGIN_VARIANT=<n>"
@@ -79,6 +80,50 @@ static xdal_status_t plugin_device_get_properties(int device, xdal_device_proper
   return XDAL_SUCCESS;
 }
 
+/* --- Statistics as a 1.0 backend keeps them ------------------------------------------
+   A backend built against the 1.0 headers knows xdal_mem_stats_t up to
+   num_ooms: it writes no byte past that, whatever struct_size the front
+   passes, so the front must complete peak_reserved_bytes itself. Every
+   byte counted is a rounded block, so allocated_bytes equals reserved_bytes
+   here (the front's own counts would give the requested sizes instead,
+   which tells the two apart). */
+#if PLUGIN_VARIANT == PLUGIN_STATS_1_0
+#define PLUGIN_STATS_1_0_SIZE offsetof(xdal_mem_stats_t, peak_reserved_bytes)
+static atomic_uint_least64_t plugin_peak_used;
+static atomic_uint_least64_t plugin_allocs, plugin_frees;
+
+/* `used`: plugin_used just after this allocation took its bytes. */
+static void plugin_note_alloc(uint_least64_t used) {
+  uint_least64_t peak = atomic_load(&plugin_peak_used);
+  while (used > peak && !atomic_compare_exchange_weak(&plugin_peak_used, &peak, used)) {
+  }
+  atomic_fetch_add(&plugin_allocs, 1);
+}
+
+static xdal_status_t plugin_mem_get_stats(int device, xdal_mem_stats_t *stats) {
+  (void)device;
+  xdal_mem_stats_t mine;
+  memset(&mine, 0, sizeof mine);
+  mine.allocated_bytes = atomic_load(&plugin_used);
+  mine.reserved_bytes = mine.allocated_bytes;
+  mine.peak_allocated_bytes = atomic_load(&plugin_peak_used);
+  mine.num_allocs = atomic_load(&plugin_allocs);
+  mine.num_frees = atomic_load(&plugin_frees);
+  size_t fits = stats->struct_size < PLUGIN_STATS_1_0_SIZE ? stats->struct_size : PLUGIN_STATS_1_0_SIZE;
+  if (fits > sizeof(size_t))
+    memcpy((char *)stats + sizeof(size_t), (const char *)&mine + sizeof(size_t), fits - sizeof(size_t));
+  return XDAL_SUCCESS;
+}
+
+static xdal_status_t plugin_mem_reset_peak_stats(int device) {
+  (void)device;
+  atomic_store(&plugin_peak_used, atomic_load(&plugin_used));
+  return XDAL_SUCCESS;
+}
+#else
+static void plugin_note_alloc(uint_least64_t used) { (void)used; }
+#endif
+
 /* --- Memory: 256-aligned blocks with their size in a 256-byte header ------------ */
 #define PLUGIN_ALIGN ((size_t)256)
 
@@ -104,6 +149,7 @@ static xdal_status_t plugin_mem_alloc(int device, size_t size, void **ptr) {
   }
   memcpy(block, &rounded, sizeof rounded);
   *ptr = block + PLUGIN_ALIGN;
+  plugin_note_alloc(used + rounded);
   return XDAL_SUCCESS;
 }
 
@@ -114,6 +160,9 @@ static xdal_status_t plugin_mem_free(int device, void *ptr) {
   memcpy(&rounded, block, sizeof rounded);
   atomic_fetch_sub(&plugin_used, rounded);
   free(block);
+#if PLUGIN_VARIANT == PLUGIN_STATS_1_0
+  atomic_fetch_add(&plugin_frees, 1);
+#endif
   return XDAL_SUCCESS;
 }
 
@@ -277,6 +326,10 @@ static const struct {
 #endif
             .event_synchronize = plugin_event_reached,
             .last_error_message = plugin_last_error_message,
+#if PLUGIN_VARIANT == PLUGIN_STATS_1_0
+            .mem_get_stats = plugin_mem_get_stats,
+            .mem_reset_peak_stats = plugin_mem_reset_peak_stats,
+#endif
 #if PLUGIN_VARIANT == PLUGIN_V1_0
             .module_load = poison_module_load,
             .module_load_data = poison_module_load_data,

@@ -49,8 +49,8 @@ static void test_get_version(void) {
             (unsigned)XDAL_VERSION_MAJOR, (unsigned)XDAL_VERSION_MINOR, (unsigned)XDAL_VERSION_PATCH);
   CHECK_MSG(run_time >= abi, "run-time version %u.%u is below the header's ABI version %u.%u", major, minor,
             (unsigned)XDAL_ABI_VERSION_MAJOR, (unsigned)XDAL_ABI_VERSION_MINOR);
-  if (XDAL_VERSION_MAJOR == 1 && XDAL_VERSION_MINOR == 0 && XDAL_VERSION_PATCH == 0)
-    CHECK(major == 1 && minor == 0 && patch == 0); /* v1.0.0 reports 1.0.0 */
+  if (XDAL_VERSION_MAJOR == 1 && XDAL_VERSION_MINOR == 1 && XDAL_VERSION_PATCH == 0)
+    CHECK(major == 1 && minor == 1 && patch == 0); /* v1.1.0 reports 1.1.0 */
 
   /* Every output is required; none is written on failure. */
   uint32_t a = 5, b = 6, c = 7;

@@ -37,6 +37,8 @@ unset(ENV{CMAKE_PREFIX_PATH})
 
 set(PREFIX "${WORK_DIR}/prefix")
 string(REGEX MATCH "^[0-9]+" VERSION_MAJOR "${VERSION}")
+string(REGEX REPLACE "^[0-9]+\\.([0-9]+).*" "\\1" VERSION_MINOR "${VERSION}")
+math(EXPR NEXT_MINOR "${VERSION_MINOR} + 1")
 set(SONAME "libxdal.so.${VERSION_MAJOR}")
 set(REAL_NAME "libxdal.so.${VERSION}")
 set(STRICT_FLAGS "-Wall -Wextra -Wpedantic -Werror")
@@ -257,7 +259,8 @@ if(STEP STREQUAL "install")
   endif()
 
 elseif(STEP STREQUAL "config")
-  # SameMajorVersion: 1.x is accepted, 2.0 and 0.x are not; the helper
+  # SameMajorVersion: every minor up to this release's is accepted (1.0
+  # and 1.1 for 1.1.x), a later minor, 2.0 and 0.x are not; the helper
   # function comes with the package.
   set(dir "${WORK_DIR}/config")
   file(REMOVE_RECURSE "${dir}")
@@ -271,6 +274,14 @@ endif()
 find_package(xdal 0.9 CONFIG QUIET)
 if(xdal_FOUND)
   message(FATAL_ERROR \"find_package(xdal 0.9) accepted \${xdal_VERSION}\")
+endif()
+find_package(xdal ${VERSION_MAJOR}.${NEXT_MINOR} CONFIG QUIET)
+if(xdal_FOUND)
+  message(FATAL_ERROR \"find_package(xdal ${VERSION_MAJOR}.${NEXT_MINOR}) accepted \${xdal_VERSION}\")
+endif()
+find_package(xdal ${VERSION_MAJOR}.${VERSION_MINOR} CONFIG REQUIRED)
+if(NOT xdal_VERSION VERSION_EQUAL \"${VERSION}\")
+  message(FATAL_ERROR \"xdal_VERSION is '\${xdal_VERSION}', expected ${VERSION}\")
 endif()
 find_package(xdal ${VERSION_MAJOR}.0 CONFIG REQUIRED)
 if(NOT xdal_VERSION VERSION_EQUAL \"${VERSION}\")

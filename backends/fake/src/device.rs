@@ -189,19 +189,27 @@ impl FakeDevice {
     }
 
     pub fn stats(&self) -> xdal_mem_stats_t {
+        // One look at the heap, so that the peak is never below `reserved`.
+        let (reserved, peak_reserved) = {
+            let heap = lock(&self.heap);
+            (heap.used(), heap.peak_used())
+        };
         xdal_mem_stats_t {
             struct_size: std::mem::size_of::<xdal_mem_stats_t>(),
             allocated_bytes: self.allocated.load(Relaxed),
-            reserved_bytes: self.reserved() as u64,
+            reserved_bytes: reserved as u64,
             peak_allocated_bytes: self.peak.load(Relaxed),
             num_allocs: self.num_allocs.load(Relaxed),
             num_frees: self.num_frees.load(Relaxed),
             num_ooms: self.num_ooms.load(Relaxed),
+            peak_reserved_bytes: peak_reserved as u64,
         }
     }
 
+    /// Restarts both peaks from the current allocation and reservation.
     pub fn reset_peak(&self) {
         self.peak.store(self.allocated.load(Relaxed), Relaxed);
+        lock(&self.heap).reset_peak();
     }
 
     pub fn add_stream(&self, stream: &Arc<Stream>) {

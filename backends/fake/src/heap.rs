@@ -12,13 +12,22 @@ pub(crate) struct Heap {
     /// Live blocks: offset -> (block length, bytes the caller asked for).
     live: AddrMap<usize, (usize, usize)>,
     used: usize,
+    /// Highest `used` since creation or the last `reset_peak`: the
+    /// device's `peak_reserved_bytes`. Kept here, where `used` grows, so
+    /// that no growth between two statistics reads is missed.
+    peak_used: usize,
 }
 
 impl Heap {
     pub fn new(len: usize) -> Heap {
         let len = len / ALIGN * ALIGN;
-        let mut heap =
-            Heap { free_by_offset: BTreeMap::new(), free_by_len: BTreeSet::new(), live: AddrMap::default(), used: 0 };
+        let mut heap = Heap {
+            free_by_offset: BTreeMap::new(),
+            free_by_len: BTreeSet::new(),
+            live: AddrMap::default(),
+            used: 0,
+            peak_used: 0,
+        };
         heap.insert_free(0, len);
         heap
     }
@@ -26,6 +35,16 @@ impl Heap {
     /// Bytes in live blocks.
     pub fn used(&self) -> usize {
         self.used
+    }
+
+    /// Highest `used()` since creation or the last `reset_peak`.
+    pub fn peak_used(&self) -> usize {
+        self.peak_used
+    }
+
+    /// Restarts the peak from the bytes in live blocks now.
+    pub fn reset_peak(&mut self) {
+        self.peak_used = self.used;
     }
 
     /// The block length an allocation of `size` bytes takes.
@@ -44,6 +63,7 @@ impl Heap {
         }
         self.live.insert(offset, (len, requested));
         self.used += len;
+        self.peak_used = self.peak_used.max(self.used);
         Some(offset)
     }
 
@@ -99,6 +119,26 @@ mod tests {
         // Everything coalesced back: the whole range is one block again.
         assert_eq!(heap.alloc(4096, 4096), Some(0));
         assert_eq!(heap.alloc(256, 256), None);
+    }
+
+    #[test]
+    fn the_peak_follows_growth_survives_frees_and_resets_to_now() {
+        let mut heap = Heap::new(1 << 20);
+        assert_eq!(heap.peak_used(), 0);
+        let a = heap.alloc(4096, 4000).unwrap();
+        let b = heap.alloc(1024, 1024).unwrap();
+        assert_eq!(heap.peak_used(), 5120, "block lengths, not requested bytes");
+        heap.free(a).unwrap();
+        assert_eq!(heap.used(), 1024);
+        assert_eq!(heap.peak_used(), 5120, "a free does not lower the peak");
+        heap.reset_peak();
+        assert_eq!(heap.peak_used(), 1024, "a reset starts from what is live now");
+        let c = heap.alloc(512, 512).unwrap();
+        assert_eq!(heap.peak_used(), 1536);
+        heap.free(b).unwrap();
+        heap.free(c).unwrap();
+        heap.reset_peak();
+        assert_eq!(heap.peak_used(), 0);
     }
 
     #[test]

@@ -5,10 +5,10 @@
 //! that a vendor can run it on their own fork:
 //!
 //! ```text
-//! xdal-abi dump   --headers include/xdal --library build/lib/libxdal.so.1.0.0 --out abi.json
-//! xdal-abi check  --headers include/xdal --library build/lib/libxdal.so.1.0.0 \
+//! xdal-abi dump   --headers include/xdal --library build/lib/libxdal.so.1.1.0 --out abi.json
+//! xdal-abi check  --headers include/xdal --library build/lib/libxdal.so.1.1.0 \
 //!                 --debug-library target/debug/libxdal.so --baselines abi/baselines
-//! xdal-abi freeze 1.0 --headers include/xdal --library target/debug/libxdal.so --baselines abi/baselines
+//! xdal-abi freeze 1.1 --headers include/xdal --library target/debug/libxdal.so --baselines abi/baselines
 //! ```
 mod abidiff;
 mod baseline;

@@ -81,6 +81,19 @@ fn smoke_devices(count: c_int) -> Step {
         let mut can = 0;
         ok(xdal_device_can_access_peer(&mut can, 0, 1), "xdal_device_can_access_peer")?;
     }
+    for d in 0..count {
+        let (mut stream, mut again): (xdal_stream_t, xdal_stream_t) = (null_mut(), null_mut());
+        ok(xdal_device_get_default_stream(d, &mut stream), "xdal_device_get_default_stream")?;
+        ok(xdal_device_get_default_stream(d, &mut again), "xdal_device_get_default_stream")?;
+        ensure(!stream.is_null() && stream == again, "a device's default stream has no stable handle")?;
+        let mut owner = -1;
+        ok(xdal_stream_get_device(stream, &mut owner), "xdal_stream_get_device")?;
+        ensure(owner == d, "a default-stream handle names another device")?;
+        ok(xdal_stream_synchronize(stream), "xdal_stream_synchronize(default stream)")?;
+        let destroy = xdal_stream_destroy(stream);
+        expect(destroy, xdal_status::XDAL_ERROR_INVALID_VALUE, "xdal_stream_destroy(default stream)")?;
+        ok(xdal_stream_query(stream), "xdal_stream_query(default stream)")?;
+    }
     ok(xdal_device_synchronize(), "xdal_device_synchronize")
 }
 
@@ -203,7 +216,11 @@ fn smoke_pool() -> Step {
     ok(xdal_mem_reset_peak_stats(0), "xdal_mem_reset_peak_stats")?;
     ok(xdal_mem_empty_cache(0), "xdal_mem_empty_cache")?;
     ok(xdal_mem_get_stats(0, &mut stats), "xdal_mem_get_stats")?;
-    ensure(stats.reserved_bytes <= before.reserved_bytes, "empty_cache kept the pooled block")
+    ensure(stats.reserved_bytes <= before.reserved_bytes, "empty_cache kept the pooled block")?;
+    ensure(stats.peak_reserved_bytes >= stats.reserved_bytes, "peak_reserved_bytes below reserved_bytes")?;
+    ok(xdal_mem_reset_peak_stats(0), "xdal_mem_reset_peak_stats")?;
+    ok(xdal_mem_get_stats(0, &mut stats), "xdal_mem_get_stats")?;
+    ensure(stats.peak_reserved_bytes == stats.reserved_bytes, "a reset left peak_reserved_bytes above reserved_bytes")
 }
 
 unsafe extern "C" fn mark_blocks(ctx: *const xdal_kernel_context_t, args: *const *mut c_void) -> xdal_status_raw {
