@@ -22,8 +22,9 @@ def _from_pkg_config():
     if not shutil.which("pkg-config"):
         return None
     try:
-        cflags = subprocess.check_output(["pkg-config", "--cflags", "xdal"], text=True).split()
-        libs = subprocess.check_output(["pkg-config", "--libs", "xdal"], text=True).split()
+        # 1.1: default-stream handles and peak_reserved_bytes.
+        cflags = subprocess.check_output(["pkg-config", "--cflags", "xdal >= 1.1"], text=True).split()
+        libs = subprocess.check_output(["pkg-config", "--libs", "xdal >= 1.1"], text=True).split()
     except subprocess.CalledProcessError:
         return None
     includes = [f[2:] for f in cflags if f.startswith("-I")]
@@ -34,7 +35,7 @@ def _from_pkg_config():
 _CMAKE_PROBE = """
 cmake_minimum_required(VERSION 3.16)
 project(probe NONE)
-find_package(xdal 1.0 CONFIG REQUIRED)
+find_package(xdal 1.1 CONFIG REQUIRED)
 get_target_property(inc xdal::xdal INTERFACE_INCLUDE_DIRECTORIES)
 get_target_property(lib xdal::xdal IMPORTED_LOCATION)
 file(WRITE "${CMAKE_BINARY_DIR}/xdal.txt" "${inc}\\n${lib}\\n")

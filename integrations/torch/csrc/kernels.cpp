@@ -234,7 +234,6 @@ void launch(xdal_function_t fn, const c10::Stream& stream, int64_t n, bool built
   } else {
     grid.x = uint32_t(std::clamp<int64_t>((n + 32767) / 32768, 1, 64));
   }
-  DeviceSwitch on(stream.device_index());
   TX_CHECK(xdal_launch_kernel(fn, grid, block, 0, native_stream(stream), args, num_args));
 }
 

@@ -62,6 +62,7 @@ PYBIND11_MODULE(_C, m) {
     r["allocated_bytes"] = s.allocated_bytes;
     r["reserved_bytes"] = s.reserved_bytes;
     r["peak_allocated_bytes"] = s.peak_allocated_bytes;
+    r["peak_reserved_bytes"] = s.peak_reserved_bytes;
     r["num_allocs"] = s.num_allocs;
     r["num_frees"] = s.num_frees;
     r["num_ooms"] = s.num_ooms;

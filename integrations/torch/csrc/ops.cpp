@@ -91,7 +91,6 @@ bool fill_meta(at::IntArrayRef sizes, at::IntArrayRef sstr, at::IntArrayRef dstr
 
 void memcpy_on(void* dst, const void* src, size_t n, xdal_memcpy_kind_t kind, const c10::Stream& s) {
   if (n == 0) return;
-  DeviceSwitch on(s.device_index());
   TX_CHECK(xdal_memcpy_async(dst, src, n, kind, native_stream(s)));
 }
 
@@ -504,7 +503,6 @@ Tensor& xdal_zero_(Tensor& self) {
   if (!self.is_non_overlapping_and_dense()) return fill_with(self, 0);
   c10::DeviceGuard g(self.device());
   const c10::Stream s = current_stream(self.device().index());
-  DeviceSwitch on(s.device_index());
   TX_CHECK(xdal_memset_async(ptr_of(self), 0, size_t(n) * self.element_size(), native_stream(s)));
   return self;
 }

@@ -149,9 +149,25 @@ c10::DeviceIndex resolve(c10::DeviceIndex device) {
 
 }  // namespace
 
+namespace {
+
+// Each device's default stream as a handle of its own (xdal 1.1), valid
+// from any thread whatever its current device.
+xdal_stream_t default_stream_handle(c10::DeviceIndex device) {
+  static const std::vector<xdal_stream_t> handles = [] {
+    std::vector<xdal_stream_t> v(static_cast<size_t>(device_count()));
+    for (size_t d = 0; d < v.size(); ++d) TX_CHECK(xdal_device_get_default_stream(int(d), &v[d]));
+    return v;
+  }();
+  check_device(device);
+  return handles[size_t(device)];
+}
+
+}  // namespace
+
 xdal_stream_t native_stream(const c10::Stream& stream) {
   const c10::StreamId id = stream.id();
-  if (id == 0) return nullptr;
+  if (id == 0) return default_stream_handle(stream.device_index());
   TORCH_CHECK(id & 1, "xdal: unknown stream id ", id);
   DevicePools& p = pools_of(stream.device_index());
   const int level = int((id >> 1) & 7);
@@ -186,12 +202,10 @@ void set_current_stream(const c10::Stream& stream) {
 }
 
 void synchronize_stream(const c10::Stream& stream) {
-  DeviceSwitch on(stream.device_index());
   TX_CHECK(xdal_stream_synchronize(native_stream(stream)));
 }
 
 bool query_stream(const c10::Stream& stream) {
-  DeviceSwitch on(stream.device_index());
   xdal_status_t s = xdal_stream_query(native_stream(stream));
   if (s == XDAL_ERROR_NOT_READY) return false;
   TX_CHECK(s);
@@ -206,11 +220,7 @@ void stream_wait_stream(const c10::Stream& waiter, const c10::Stream& target) {
     TX_CHECK(xdal_event_create(&event, XDAL_EVENT_DISABLE_TIMING));
     TX_CHECK(xdal_event_record(event, native_stream(target)));
   }
-  xdal_status_t s;
-  {
-    DeviceSwitch on(waiter.device_index());
-    s = xdal_stream_wait_event(native_stream(waiter), event);
-  }
+  const xdal_status_t s = xdal_stream_wait_event(native_stream(waiter), event);
   xdal_event_destroy(event);  // the wait keeps the recorded point
   TX_CHECK(s);
 }
@@ -276,7 +286,6 @@ struct XdalGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
   void block(void* event, const c10::Stream& stream) const override {
     if (!event) return;
-    DeviceSwitch on(stream.device_index());
     TX_CHECK(xdal_stream_wait_event(native_stream(stream), static_cast<xdal_event_t>(event)));
   }
   bool queryEvent(void* event) const override {
@@ -340,12 +349,15 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     const c10::Stream stream = current_stream(device);
     void* ptr = nullptr;
     {
-      DeviceSwitch on(device);
+      // Allocates on the stream's device, whatever the current one.
       xdal_status_t s = xdal_malloc_async(&ptr, n, native_stream(stream));
       if (s == XDAL_ERROR_OUT_OF_MEMORY) {
         // As c10::cuda does: wait for pending frees, give the pool's cached
         // blocks back, and try once more.
-        TX_CHECK(xdal_device_synchronize());
+        {
+          DeviceSwitch on(device);
+          TX_CHECK(xdal_device_synchronize());
+        }
         TX_CHECK(xdal_mem_empty_cache(device));
         s = xdal_malloc_async(&ptr, n, native_stream(stream));
       }
@@ -361,7 +373,6 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
       auto& c = counters_[size_t(device)];
       c.allocation.increase(1);
       c.bytes.increase(n);
-      note_reserved(device);
     }
     return {ptr, ptr, &delete_device_memory, c10::Device(kXdal, device)};
   }
@@ -371,7 +382,6 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
   void copy_data(void* dst, const void* src, std::size_t count) const override {
     if (count == 0) return;
     const c10::Stream stream = current_stream(-1);
-    DeviceSwitch on(stream.device_index());
     TX_CHECK(xdal_memcpy_async(dst, src, count, XDAL_MEMCPY_DEFAULT, native_stream(stream)));
   }
 
@@ -393,7 +403,6 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
       // used on has reached this point, as c10::cuda's cudaMallocAsync
       // backend does it: the freeing stream waits for each of them.
       for (const c10::Stream& used : block.used_on) stream_wait_stream(block.stream, used);
-      DeviceSwitch on(block.device);
       TX_CHECK(xdal_free_async(ptr, native_stream(block.stream)));
     } catch (const std::exception& e) {
       TORCH_WARN("xdal: freeing device memory failed: ", e.what());
@@ -428,7 +437,6 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     xs.struct_size = sizeof xs;
     TX_CHECK(xdal_mem_get_stats(device, &xs));
     std::lock_guard<std::mutex> g(mutex_);
-    note_reserved(device);
     const auto& c = counters_[size_t(device)];
     c10::CachingDeviceAllocator::DeviceStats stats;
     stats.allocation[kAgg] = c.allocation;
@@ -442,7 +450,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     stats.requested_bytes[kAgg] = bytes;
     Stat reserved;
     reserved.current = int64_t(xs.reserved_bytes);
-    reserved.peak = std::max(c.reserved_peak, reserved.current);
+    reserved.peak = std::max(int64_t(xs.peak_reserved_bytes), reserved.current);
     stats.reserved_bytes[kAgg] = reserved;
     stats.num_ooms = int64_t(xs.num_ooms);
     stats.num_device_alloc = int64_t(xs.num_allocs);
@@ -466,9 +474,6 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     auto& c = counters_[size_t(device)];
     c.allocation.reset_peak();
     c.bytes.reset_peak();
-    xdal_mem_stats_t xs{};
-    xs.struct_size = sizeof xs;
-    c.reserved_peak = xdal_mem_get_stats(device, &xs) == XDAL_SUCCESS ? int64_t(xs.reserved_bytes) : 0;
   }
 
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
@@ -483,19 +488,8 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
   struct Counters {
     Stat allocation;
     Stat bytes;
-    int64_t reserved_peak = 0;
     int64_t num_ooms = 0;
   };
-
-  // mutex_ held
-  void note_reserved(c10::DeviceIndex device) {
-    xdal_mem_stats_t xs{};
-    xs.struct_size = sizeof xs;
-    if (xdal_mem_get_stats(device, &xs) == XDAL_SUCCESS) {
-      auto& c = counters_[size_t(device)];
-      c.reserved_peak = std::max(c.reserved_peak, int64_t(xs.reserved_bytes));
-    }
-  }
 
   std::mutex mutex_;
   std::unordered_map<void*, Block> blocks_;

@@ -48,9 +48,10 @@ void set_device(c10::DeviceIndex device);
 c10::DeviceIndex exchange_device(c10::DeviceIndex device);
 void check_device(c10::DeviceIndex device);
 
-// Makes `device` xdal's current device for the calling thread while alive.
-// xdal names a device's default stream by NULL relative to the current
-// device, so every call that may pass the default stream runs under one.
+// Makes `device` xdal's current device for the calling thread while alive,
+// for the calls that act on the current device (event creation, device
+// synchronize, memory info). Streams need none: native_stream names every
+// stream, default ones included, by a handle valid from any thread.
 class DeviceSwitch {
  public:
   explicit DeviceSwitch(c10::DeviceIndex device);
@@ -63,7 +64,8 @@ class DeviceSwitch {
 };
 
 // ---- streams (runtime.cpp) ----
-// Stream ids: 0 is the device's default stream (xdal's NULL stream); pool
+// Stream ids: 0 is the device's default stream (the handle from
+// xdal_device_get_default_stream); pool
 // streams have bit 0 set, the priority level in bits 1-3 and the pool index
 // above, as c10::cuda does.
 xdal_stream_t native_stream(const c10::Stream& stream);

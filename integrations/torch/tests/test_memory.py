@@ -2,6 +2,7 @@
 import gc
 
 import torch
+import torch_xdal
 
 MB = 1 << 20
 
@@ -26,6 +27,26 @@ def test_peak_and_reset():
     assert torch.accelerator.max_memory_allocated() >= base + 8 * MB
     torch.accelerator.reset_peak_memory_stats()
     assert torch.accelerator.max_memory_allocated() == torch.accelerator.memory_allocated()
+
+
+def test_max_memory_reserved_is_the_device_peak():
+    # xdal 1.1's peak_reserved_bytes: the peak survives empty_cache and is
+    # reset to the current reservation by reset_peak_memory_stats.
+    torch.accelerator.synchronize()
+    torch.accelerator.empty_cache()
+    torch.accelerator.reset_peak_memory_stats()
+    assert torch.xdal.max_memory_reserved() == torch.accelerator.memory_reserved()
+    x = torch.empty(32 * MB, dtype=torch.uint8, device="xdal")
+    high = torch.accelerator.memory_reserved()
+    del x
+    torch.accelerator.synchronize()
+    torch.accelerator.empty_cache()
+    assert torch.accelerator.memory_reserved() <= high - 32 * MB
+    assert torch.xdal.max_memory_reserved() >= high
+    assert torch.accelerator.memory_stats()["reserved_bytes.all.peak"] >= high
+    assert torch_xdal._C.mem_stats(0)["peak_reserved_bytes"] >= high
+    torch.accelerator.reset_peak_memory_stats()
+    assert torch.xdal.max_memory_reserved() == torch.accelerator.memory_reserved()
 
 
 def test_empty_cache_releases_pooled_blocks():

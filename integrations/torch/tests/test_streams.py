@@ -127,11 +127,19 @@ def test_event_on_second_device_and_synchronize():
 
 
 def test_default_stream_of_other_device_from_guard():
-    # device 1's default stream is xdal's NULL stream seen with device 1 current
+    # Device 1's default stream, named by its own xdal handle, is waited for
+    # and queried from a thread whose current device is 0.
+    x = torch.zeros(1 << 16, device="xdal:1")
+    for _ in range(20):
+        x.add_(1)  # device 1's default stream
     with torch.xdal.device(0):
         s = torch.xdal.default_stream(1)
+        # A wait enqueued on device 0's default stream for device 1's.
+        torch.xdal.default_stream(0).wait_stream(s)
         s.synchronize()
         assert s.query()
+        assert torch.accelerator.current_device_index() == 0
+    assert torch.equal(x.cpu(), torch.full((1 << 16,), 20.0))
 
 
 def test_record_stream_keeps_memory_alive():
