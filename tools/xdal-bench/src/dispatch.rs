@@ -5,9 +5,13 @@
 //! difference, the front's cost. Batches of the two alternate.
 //!
 //! For the operations that enqueue work (copy, record, launch) only the n
-//! calls are timed; the stream is synchronized after the batch, outside
-//! the timing, on both sides alike. Execution thus stays out of the
-//! figure, which is the cost of the call on the calling thread.
+//! calls are timed, on a stream held by a gate (a host function enqueued
+//! first, waiting until the batch is timed): nothing runs the stream's
+//! queue while it is filled, so the figure is the cost of the call on the
+//! calling thread, not of a worker draining the same queue beside it
+//! (whose cache-line traffic changes with the pace of the calls, and would
+//! swamp a difference of nanoseconds). The gate then opens and the stream
+//! is synchronized, outside the timing, on both sides alike.
 use crate::api::{
     check, check_query, check_raw, empty_function, empty_kernel, DeviceMem, Event, Res, Stream, H2D, ONE,
 };
@@ -15,6 +19,7 @@ use crate::report::{Goal, Row, Unit};
 use crate::stats::{timed, Samples, Timing};
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use xdal::abi::*;
 use xdal::*;
@@ -128,14 +133,24 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
     add(
         "xdal_memcpy_async 64 B H2D (enqueue only)",
         timing.measure_pair(
-            |n| calls(n, || check(xdal_memcpy_async(dev.ptr, src, 64, H2D, s), "xdal_memcpy_async"), || stream.sync()),
             |n| {
+                let gate = Gate::front(s)?;
+                calls(
+                    n,
+                    || check(xdal_memcpy_async(dev.ptr, src, 64, H2D, s), "xdal_memcpy_async"),
+                    gate,
+                    || stream.sync(),
+                )
+            },
+            |n| {
+                let gate = Gate::direct(&native)?;
                 calls(
                     n,
                     // SAFETY: 64 bytes inside a live 4 KiB allocation of this
                     // table, from a live 64-byte host buffer, on a live
                     // native stream; the kind matches the pointers.
                     || check_raw(unsafe { copy(native.memory, src, 64, kind, ns) }, "mem_copy_async"),
+                    gate,
                     || native.sync(),
                 )
             },
@@ -146,9 +161,15 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
     add(
         "xdal_event_record (enqueue only)",
         timing.measure_pair(
-            |n| calls(n, || check(xdal_event_record(e, s), "xdal_event_record"), || stream.sync()),
-            // SAFETY: a live native event and stream of this table.
-            |n| calls(n, || check_raw(unsafe { record(ne, ns) }, "event_record"), || native.sync()),
+            |n| {
+                let gate = Gate::front(s)?;
+                calls(n, || check(xdal_event_record(e, s), "xdal_event_record"), gate, || stream.sync())
+            },
+            |n| {
+                let gate = Gate::direct(&native)?;
+                // SAFETY: a live native event and stream of this table.
+                calls(n, || check_raw(unsafe { record(ne, ns) }, "event_record"), gate, || native.sync())
+            },
         )?,
     );
 
@@ -157,19 +178,23 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
         "xdal_launch_kernel empty 1x1x1 (enqueue only)",
         timing.measure_pair(
             |n| {
+                let gate = Gate::front(s)?;
                 calls(
                     n,
                     || check(xdal_launch_kernel(function, ONE, ONE, 0, s, null(), 0), "xdal_launch_kernel"),
+                    gate,
                     || stream.sync(),
                 )
             },
             |n| {
+                let gate = Gate::direct(&native)?;
                 calls(
                     n,
                     // SAFETY: a live native function and stream of this table,
                     // valid dimensions, no shared memory, no arguments (which
                     // the empty kernel takes).
                     || check_raw(unsafe { launch(native.function, ONE, ONE, 0, ns, null(), 0) }, "launch_kernel"),
+                    gate,
                     || native.sync(),
                 )
             },
@@ -178,10 +203,52 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
     Ok(())
 }
 
-/// `n` calls of `call`, timed; then `drain` (the stream synchronized,
-/// outside the timing).
-fn calls(n: u64, mut call: impl FnMut() -> Res<()>, drain: impl FnOnce() -> Res<()>) -> Res<Duration> {
-    let took = timed(|| (0..n).try_for_each(|_| call()))?;
+/// `n` calls of `call`, timed while `gate` holds the stream; then the gate
+/// opens and `drain` synchronizes the stream, outside the timing.
+fn calls(n: u64, mut call: impl FnMut() -> Res<()>, gate: Gate, drain: impl FnOnce() -> Res<()>) -> Res<Duration> {
+    let took = timed(|| (0..n).try_for_each(|_| call()));
+    drop(gate);
     drain()?;
-    Ok(took)
+    took
+}
+
+/// A host function at the head of a stream that runs until the gate is
+/// dropped: work enqueued behind it waits, untouched. One gate is up at a
+/// time (batches run one after the other, each ending with its stream
+/// synchronized), so they share one flag, which outlives every host
+/// function reading it.
+struct Gate;
+
+static GATE_OPEN: AtomicBool = AtomicBool::new(true);
+
+impl Gate {
+    fn front(stream: xdal_stream_t) -> Res<Gate> {
+        GATE_OPEN.store(false, Ordering::Release);
+        let gate = Gate;
+        check(xdal_launch_host_func(stream, Some(wait_for_gate), null_mut()), "xdal_launch_host_func")?;
+        Ok(gate)
+    }
+
+    fn direct(native: &Native) -> Res<Gate> {
+        GATE_OPEN.store(false, Ordering::Release);
+        let gate = Gate;
+        let enqueue = entry!(native.table, launch_host_func);
+        // SAFETY: a live native stream of this table and a host function
+        // that takes no argument.
+        check_raw(unsafe { enqueue(native.stream, Some(wait_for_gate), null_mut()) }, "launch_host_func")?;
+        Ok(gate)
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        GATE_OPEN.store(true, Ordering::Release);
+    }
+}
+
+/// Waits until the gate opens.
+unsafe extern "C" fn wait_for_gate(_: *mut c_void) {
+    while !GATE_OPEN.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
 }
