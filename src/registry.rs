@@ -2,7 +2,7 @@
 //! address. It answers "which allocation contains this address" for every
 //! copy and set, so ranges that leave an allocation are refused before the
 //! backend ever sees them.
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,23 +79,54 @@ struct Maps {
 /// Tombstones beyond this many (plus the live count) are swept at once.
 const TOMBSTONE_SLACK: usize = 1024;
 
-#[derive(Clone, Copy)]
-struct Recent {
-    registry: usize,
-    generation: u64,
-    lo: usize,
-    hi: usize,
-    place: Place,
-}
-
 /// Entries of each thread's cache of recent answers.
 const RECENT: usize = 4;
 
+/// Each thread's last few answers, entry `i` meaning: `place[i]` for every
+/// address in `[lo[i], lo[i] + len[i])`, while the registry at `key[i].0`
+/// is at generation `key[i].1`. Parallel arrays of plain cells, so that a
+/// probe reads only a key and a range: this is on the path of every copy.
+struct RecentPlaces {
+    key: [Cell<(usize, u64)>; RECENT],
+    lo: [Cell<usize>; RECENT],
+    len: [Cell<usize>; RECENT],
+    place: [Cell<Place>; RECENT],
+    /// What a copy needs of `place`, precomputed: see `side_of`.
+    side: [Cell<i64>; RECENT],
+    next: Cell<usize>,
+}
+
+/// `RecentPlaces::side` of pinned host memory (a live allocation, so a
+/// range must fit in it), of ordinary host memory (unchecked), and of an
+/// answer a copy must not take from the cache (freed device memory: the
+/// slow path explains it). A device's own index otherwise.
+const SIDE_PINNED: i64 = -1;
+const SIDE_HOST: i64 = -2;
+const SIDE_SLOW: i64 = i64::MIN;
+
+fn side_code(place: Place) -> i64 {
+    match place {
+        Place::Live(Allocation { memory: Memory::Device { device, .. }, .. }) => i64::from(device),
+        Place::Live(_) => SIDE_PINNED,
+        Place::Unknown => SIDE_HOST,
+        Place::DeviceSpace(_) => SIDE_SLOW,
+    }
+}
+
 thread_local! {
-    /// The last few addresses this thread asked about: a copy loop over the
-    /// same buffers then costs one atomic load per side, not a locked
-    /// tree search and a backend call.
-    static RECENT_PLACES: RefCell<([Option<Recent>; RECENT], usize)> = const { RefCell::new(([None; RECENT], 0)) };
+    /// A copy loop over the same buffers then costs one atomic load and a
+    /// few compares per side, not a locked tree search and a backend call.
+    /// No registry is ever at generation u64::MAX: the entries start empty.
+    static RECENT_PLACES: RecentPlaces = const {
+        RecentPlaces {
+            key: [const { Cell::new((0, u64::MAX)) }; RECENT],
+            lo: [const { Cell::new(0) }; RECENT],
+            len: [const { Cell::new(0) }; RECENT],
+            place: [const { Cell::new(Place::Unknown) }; RECENT],
+            side: [const { Cell::new(SIDE_SLOW) }; RECENT],
+            next: Cell::new(0),
+        }
+    };
 }
 
 impl Registry {
@@ -165,10 +196,12 @@ impl Registry {
     pub fn place(&self, addr: usize, probe: impl FnOnce(usize) -> Option<c_int>) -> Place {
         let registry = self as *const Registry as usize;
         let generation = self.generation.load(Ordering::Acquire);
+        let key = (registry, generation);
         let hit = RECENT_PLACES.with(|recent| {
-            recent.borrow().0.iter().flatten().find_map(|r| {
-                let valid = r.registry == registry && r.generation == generation;
-                (valid && (r.lo..r.hi).contains(&addr)).then_some(r.place)
+            (0..RECENT).find_map(|i| {
+                // One compare for lo <= addr < lo + len.
+                let inside = addr.wrapping_sub(recent.lo[i].get()) < recent.len[i].get();
+                (inside && recent.key[i].get() == key).then(|| recent.place[i].get())
             })
         });
         if let Some(place) = hit {
@@ -179,11 +212,41 @@ impl Registry {
             None => (probe(addr).map_or(Place::Unknown, Place::DeviceSpace), addr, addr + 1),
         };
         RECENT_PLACES.with(|recent| {
-            let (entries, next) = &mut *recent.borrow_mut();
-            entries[*next] = Some(Recent { registry, generation, lo, hi, place });
-            *next = (*next + 1) % RECENT;
+            let i = recent.next.replace((recent.next.get() + 1) % RECENT);
+            recent.key[i].set(key);
+            recent.lo[i].set(lo);
+            recent.len[i].set(hi - lo);
+            recent.place[i].set(place);
+            recent.side[i].set(side_code(place));
         });
         place
+    }
+
+    /// The fast path of a copy's check, from this thread's cache only:
+    /// `Some(None)` for host memory, `Some(Some(device))` for `bytes` that
+    /// lie inside one live allocation of `device`; None when the cache has
+    /// no answer or the answer is a refusal (then `place` decides, and says
+    /// why). Nothing of `Place` is built: this runs twice per copy.
+    #[inline]
+    pub fn cached_side(&self, addr: usize, bytes: usize) -> Option<Option<c_int>> {
+        let key = (self as *const Registry as usize, self.generation.load(Ordering::Acquire));
+        RECENT_PLACES.with(|recent| {
+            for i in 0..RECENT {
+                let (lo, len) = (recent.lo[i].get(), recent.len[i].get());
+                let offset = addr.wrapping_sub(lo);
+                if offset < len && recent.key[i].get() == key {
+                    let fits = bytes <= len - offset;
+                    return match recent.side[i].get() {
+                        SIDE_SLOW => None,
+                        SIDE_HOST => Some(None),
+                        // Live allocations: the range must fit.
+                        SIDE_PINNED => fits.then_some(None),
+                        device => fits.then_some(Some(device as c_int)),
+                    };
+                }
+            }
+            None
+        })
     }
 
     /// The allocation that contains `addr`, interior addresses included.
@@ -235,5 +298,27 @@ mod tests {
         assert!(registry.remove_if(900, |_| true).is_some());
         registry.insert(Allocation { base: 900, size: 180, memory });
         assert_eq!(registry.find(950).unwrap().size, 180);
+    }
+
+    #[test]
+    fn cached_sides_answer_only_what_fits() {
+        let registry = Registry::new();
+        registry.insert(Allocation { base: 1000, size: 100, memory: Memory::Device { device: 1, pooled: false } });
+        registry.insert(Allocation { base: 2000, size: 100, memory: Memory::Host });
+        assert!(registry.cached_side(1010, 8).is_none(), "nothing asked yet: no answer");
+        // Answers come from `place` and are reused for ranges that fit.
+        registry.place(1010, |_| None);
+        registry.place(2010, |_| None);
+        registry.place(5000, |_| None);
+        registry.place(7000, |_| Some(0));
+        assert_eq!(registry.cached_side(1050, 50), Some(Some(1)));
+        assert_eq!(registry.cached_side(1050, 51), None, "a device range that overruns takes the slow path");
+        assert_eq!(registry.cached_side(2000, 100), Some(None), "pinned host memory");
+        assert_eq!(registry.cached_side(2050, 51), None, "a pinned range that overruns takes the slow path");
+        assert_eq!(registry.cached_side(5000, 1 << 20), Some(None), "ordinary host memory is not bounded");
+        assert_eq!(registry.cached_side(7000, 1), None, "freed device memory is never answered from the cache");
+        // Any change to the registry invalidates every answer.
+        assert!(registry.remove_if(2000, |_| true).is_some());
+        assert_eq!(registry.cached_side(1050, 8), None);
     }
 }

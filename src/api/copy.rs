@@ -21,6 +21,9 @@ enum Side {
 /// Classifies `[addr, addr + bytes)`, refusing ranges that run past their
 /// allocation and device addresses outside any live allocation.
 fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult<Side> {
+    if let Some(side) = REGISTRY.cached_side(addr, bytes) {
+        return Ok(side.map_or(Side::Host, Side::Device));
+    }
     match REGISTRY.place(addr, |addr| address_device(backend, addr)) {
         Place::Live(a) => {
             let room = a.room_after(addr);
