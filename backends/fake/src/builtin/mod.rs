@@ -1,7 +1,8 @@
-//! The built-in kernels that `xdal_module_get_builtin` returns: `fill_<t>`,
-//! `cast_<s>_<d>`, `add_<t>`, `mul_<t>`, `sum_<t>` and `matmul_<t>` for all
-//! fourteen element types (ABI.md, "Built-in kernels"), written once,
-//! generically, and instantiated per type.
+//! The built-in kernels that `xdal_module_get_builtin` returns for all
+//! fourteen element types, written once, generically, and instantiated per
+//! type: since 1.0 `fill_<t>`, `cast_<s>_<d>`, `add_<t>`, `mul_<t>`,
+//! `sum_<t>` and `matmul_<t>` (ABI.md, "Built-in kernels"); since 1.1
+//! `cast_trunc_<s>_<d>` (docs/kernels.md).
 //!
 //! Every kernel takes the `xdal_host_kernel_t` signature and is called once
 //! per block, blocks possibly in parallel: whatever the grid, each block
@@ -22,6 +23,7 @@ mod tests;
 
 use crate::dtype::{for_each_elem, DType, Elem};
 use arith::{Add, Arith, BinOp, Mul};
+use cast::{Conversion, Nearest, Trunc};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -68,8 +70,10 @@ pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
     registry.by_name.get(name).map(|&i| &registry.list[i])
 }
 
-/// Every built-in kernel: per type in ABI order fill, add, mul, sum,
-/// matmul; then the casts, by source type, then by destination type.
+/// Every built-in kernel: the 1.0 ones first (per type in ABI order fill,
+/// add, mul, sum, matmul; then the casts, by source type, then by
+/// destination type), then the 1.1 ones (cast_trunc, in the same order as
+/// the casts).
 // For listings (tests, tools); the launch path only needs `find`.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn all() -> impl Iterator<Item = &'static Builtin> {
@@ -97,34 +101,52 @@ fn build() -> Vec<Builtin> {
         };
     }
     for_each_elem!(casts_from);
+    macro_rules! casts_from_1_1 {
+        ($t:ty) => {
+            casts_from_1_1::<$t>(&mut list);
+        };
+    }
+    for_each_elem!(casts_from_1_1);
     list
 }
 
-/// The kernels of one type, casts aside.
+/// A kernel named `name` taking arguments of `arg_sizes` bytes.
+fn entry(name: String, kernel: Kernel, arg_sizes: &[usize]) -> Builtin {
+    Builtin { name, kernel, arg_sizes: arg_sizes.to_vec() }
+}
+
+/// The 1.0 kernels of one type, casts aside.
 fn per_type<E: Arith>(list: &mut Vec<Builtin>) {
     let t = E::DTYPE.name();
-    let entry = |prefix: &str, kernel: Kernel, arg_sizes: &[usize]| Builtin {
-        name: format!("{prefix}_{t}"),
-        kernel,
-        arg_sizes: arg_sizes.to_vec(),
-    };
-    list.push(entry("fill", elementwise::fill_kernel::<E>, &[PTR, U64, E::DTYPE.scalar_bytes()]));
-    list.push(entry(Add::NAME, elementwise::binary_kernel::<E, Add>, &[PTR, PTR, PTR, U64]));
-    list.push(entry(Mul::NAME, elementwise::binary_kernel::<E, Mul>, &[PTR, PTR, PTR, U64]));
-    list.push(entry("sum", sum::sum_kernel::<E>, &[PTR, PTR, U64]));
-    list.push(entry("matmul", matmul::matmul_kernel::<E>, &[PTR, PTR, PTR, U64, U64, U64]));
+    let scalar = E::DTYPE.scalar_bytes();
+    list.push(entry(format!("fill_{t}"), elementwise::fill_kernel::<E>, &[PTR, U64, scalar]));
+    list.push(entry(format!("{}_{t}", Add::NAME), elementwise::binary_kernel::<E, Add>, &[PTR, PTR, PTR, U64]));
+    list.push(entry(format!("{}_{t}", Mul::NAME), elementwise::binary_kernel::<E, Mul>, &[PTR, PTR, PTR, U64]));
+    list.push(entry(format!("sum_{t}"), sum::sum_kernel::<E>, &[PTR, PTR, U64]));
+    list.push(entry(format!("matmul_{t}"), matmul::matmul_kernel::<E>, &[PTR, PTR, PTR, U64, U64, U64]));
 }
 
 /// `cast_<s>_<d>` for every destination type `d`.
 fn casts_from<S: Arith>(list: &mut Vec<Builtin>) {
     macro_rules! to {
         ($d:ty) => {
-            list.push(Builtin {
-                name: format!("cast_{}_{}", S::DTYPE.name(), <$d as Elem>::DTYPE.name()),
-                kernel: cast::cast_kernel::<S, $d>,
-                arg_sizes: vec![PTR, PTR, U64],
-            });
+            list.push(entry(cast_name::<S, $d>(Nearest::NAME), cast::cast_kernel::<S, $d, Nearest>, &[PTR, PTR, U64]));
         };
     }
     for_each_elem!(to);
+}
+
+/// `cast_trunc_<s>_<d>` for every destination type `d`.
+fn casts_from_1_1<S: Arith>(list: &mut Vec<Builtin>) {
+    macro_rules! to {
+        ($d:ty) => {
+            list.push(entry(cast_name::<S, $d>(Trunc::NAME), cast::cast_kernel::<S, $d, Trunc>, &[PTR, PTR, U64]));
+        };
+    }
+    for_each_elem!(to);
+}
+
+/// `<prefix>_<s>_<d>`.
+fn cast_name<S: Elem, D: Elem>(prefix: &str) -> String {
+    format!("{prefix}_{}_{}", S::DTYPE.name(), D::DTYPE.name())
 }

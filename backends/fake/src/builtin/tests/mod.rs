@@ -8,6 +8,7 @@ mod elementwise;
 mod errors;
 mod matmul;
 mod sum;
+mod trunc;
 
 use super::find;
 use crate::dtype::{Class, Elem};
