@@ -1,11 +1,13 @@
 //! `fill_<t>`, `add_<t>` and `mul_<t>`: each block handles its contiguous
 //! share of the `n` elements with a tight loop over slices (bytes, for the
 //! packed types), so the compiler vectorises it and the kernels run at
-//! memory speed.
+//! memory speed. `fill_share` serves the strided fill too.
 use super::arith::{Arith, BinOp};
 use super::grid::{guard, line_quantum, Args, Block, KernelResult};
 use super::memory::{zip2, Array};
+use crate::dtype::Elem;
 use std::ffi::c_void;
+use std::ops::Range;
 use xdal_abi::{xdal_kernel_context_t, xdal_status, xdal_status_raw};
 
 /// `fill_<t>(T *dst, uint64_t n, T value)`: `dst[i] = value`.
@@ -36,8 +38,20 @@ unsafe fn fill<E: Arith>(ctx: *const xdal_kernel_context_t, args: *const *mut c_
     };
     let dst = Array::<E>::new(dst, n)?;
     let range = block.share(dst.len(), line_quantum(E::DTYPE));
+    // SAFETY: the range is this block's own share.
+    unsafe { fill_share(dst, range, value) };
+    Ok(())
+}
+
+/// `dst[i] = value` for `i` in `range`, with slice fills (whole bytes for
+/// packed types). Also the dense path of `fill_strided_<t>`.
+///
+/// # Safety
+/// `range` is the calling block's own share of `dst`, starting on a byte
+/// for packed types (a multiple of `line_quantum`).
+pub(super) unsafe fn fill_share<E: Elem>(dst: Array<E>, range: Range<usize>, value: E) {
     if range.is_empty() {
-        return Ok(());
+        return;
     }
     if E::DTYPE.is_packed() {
         let nibble = value.to_bits() as u8 & 0xF;
@@ -52,7 +66,6 @@ unsafe fn fill<E: Arith>(ctx: *const xdal_kernel_context_t, args: *const *mut c_
         // SAFETY: the range is this block's own share.
         unsafe { dst.slice_mut(range) }.fill(value);
     }
-    Ok(())
 }
 
 /// `add_<t>` / `mul_<t>(const T *a, const T *b, T *out, uint64_t n)`:

@@ -2,7 +2,9 @@
 //! fourteen element types, written once, generically, and instantiated per
 //! type: since 1.0 `fill_<t>`, `cast_<s>_<d>`, `add_<t>`, `mul_<t>`,
 //! `sum_<t>` and `matmul_<t>` (ABI.md, "Built-in kernels"); since 1.1
-//! `cast_trunc_<s>_<d>` (docs/kernels.md).
+//! `cast_trunc_<s>_<d>` and the strided `copy_strided_<t>`,
+//! `cast_strided_<s>_<d>`, `cast_strided_trunc_<s>_<d>` and
+//! `fill_strided_<t>` (docs/kernels.md).
 //!
 //! Every kernel takes the `xdal_host_kernel_t` signature and is called once
 //! per block, blocks possibly in parallel: whatever the grid, each block
@@ -15,8 +17,10 @@ mod arith;
 mod cast;
 mod elementwise;
 mod grid;
+mod layout;
 mod matmul;
 mod memory;
+mod strided;
 mod sum;
 #[cfg(test)]
 mod tests;
@@ -24,6 +28,7 @@ mod tests;
 use crate::dtype::{for_each_elem, DType, Elem};
 use arith::{Add, Arith, BinOp, Mul};
 use cast::{Conversion, Nearest, Trunc};
+use layout::DIMS_BYTES;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -72,8 +77,9 @@ pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
 
 /// Every built-in kernel: the 1.0 ones first (per type in ABI order fill,
 /// add, mul, sum, matmul; then the casts, by source type, then by
-/// destination type), then the 1.1 ones (cast_trunc, in the same order as
-/// the casts).
+/// destination type), then the 1.1 ones in the same arrangement (per type
+/// copy_strided, fill_strided; then per pair cast_trunc,
+/// cast_strided, cast_strided_trunc).
 // For listings (tests, tools); the launch path only needs `find`.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn all() -> impl Iterator<Item = &'static Builtin> {
@@ -101,6 +107,12 @@ fn build() -> Vec<Builtin> {
         };
     }
     for_each_elem!(casts_from);
+    macro_rules! per_type_1_1 {
+        ($t:ty) => {
+            per_type_1_1::<$t>(&mut list);
+        };
+    }
+    for_each_elem!(per_type_1_1);
     macro_rules! casts_from_1_1 {
         ($t:ty) => {
             casts_from_1_1::<$t>(&mut list);
@@ -136,11 +148,39 @@ fn casts_from<S: Arith>(list: &mut Vec<Builtin>) {
     for_each_elem!(to);
 }
 
-/// `cast_trunc_<s>_<d>` for every destination type `d`.
+/// The 1.1 kernels of one type, casts aside.
+fn per_type_1_1<E: Arith>(list: &mut Vec<Builtin>) {
+    let t = E::DTYPE.name();
+    let scalar = E::DTYPE.scalar_bytes();
+    list.push(entry(
+        format!("copy_strided_{t}"),
+        strided::cast_strided_kernel::<E, E, Nearest>,
+        &[PTR, PTR, U64, DIMS_BYTES, DIMS_BYTES, DIMS_BYTES],
+    ));
+    list.push(entry(
+        format!("fill_strided_{t}"),
+        strided::fill_strided_kernel::<E>,
+        &[PTR, U64, DIMS_BYTES, DIMS_BYTES, scalar],
+    ));
+}
+
+/// `cast_trunc_<s>_<d>`, `cast_strided_<s>_<d>` and
+/// `cast_strided_trunc_<s>_<d>` for every destination type `d`.
 fn casts_from_1_1<S: Arith>(list: &mut Vec<Builtin>) {
+    const STRIDED: [usize; 6] = [PTR, PTR, U64, DIMS_BYTES, DIMS_BYTES, DIMS_BYTES];
     macro_rules! to {
         ($d:ty) => {
             list.push(entry(cast_name::<S, $d>(Trunc::NAME), cast::cast_kernel::<S, $d, Trunc>, &[PTR, PTR, U64]));
+            list.push(entry(
+                cast_name::<S, $d>("cast_strided"),
+                strided::cast_strided_kernel::<S, $d, Nearest>,
+                &STRIDED,
+            ));
+            list.push(entry(
+                cast_name::<S, $d>("cast_strided_trunc"),
+                strided::cast_strided_kernel::<S, $d, Trunc>,
+                &STRIDED,
+            ));
         };
     }
     for_each_elem!(to);

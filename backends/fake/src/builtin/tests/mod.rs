@@ -7,6 +7,7 @@ mod cast;
 mod elementwise;
 mod errors;
 mod matmul;
+mod strided;
 mod sum;
 mod trunc;
 
