@@ -1,7 +1,8 @@
 //! `fill_<t>`, `add_<t>` and `mul_<t>`: each block handles its contiguous
 //! share of the `n` elements with a tight loop over slices (bytes, for the
 //! packed types), so the compiler vectorises it and the kernels run at
-//! memory speed. `fill_share` serves the strided fill too.
+//! memory speed. `fill_share` and `binary_share` serve the strided fill and
+//! `axpby_<t>` too.
 use super::arith::{Arith, BinOp};
 use super::grid::{guard, line_quantum, Args, Block, KernelResult};
 use super::memory::{zip2, Array};
@@ -97,6 +98,25 @@ unsafe fn binary<E: Arith, O: BinOp>(ctx: *const xdal_kernel_context_t, args: *c
             args.get::<u64>(3)?,
         )
     };
+    let op = |x: E, y: E| E::from_acc(O::apply(x.to_acc(), y.to_acc()));
+    // SAFETY: the arrays are the launch's, valid for `n` elements.
+    unsafe { binary_share(block, a, b, out, n, op) }
+}
+
+/// `out[i] = op(a[i], b[i])` over this block's share of `n` elements,
+/// after checking the three arrays: `out` may be `a` and/or `b`, any other
+/// overlap is `XDAL_ERROR_INVALID_VALUE`. Shared with `axpby_<t>`.
+///
+/// # Safety
+/// The three pointers are valid for `n` elements.
+pub(super) unsafe fn binary_share<E: Elem>(
+    block: Block,
+    a: *mut u8,
+    b: *mut u8,
+    out: *mut u8,
+    n: u64,
+    op: impl Fn(E, E) -> E,
+) -> KernelResult {
     let (a, b, out) = (Array::<E>::new(a, n)?, Array::<E>::new(b, n)?, Array::<E>::new(out, n)?);
     for input in [a, b] {
         if out.overlaps(&input) && !out.is_same(&input) {
@@ -107,7 +127,6 @@ unsafe fn binary<E: Arith, O: BinOp>(ctx: *const xdal_kernel_context_t, args: *c
     if range.is_empty() {
         return Ok(());
     }
-    let op = |x: E, y: E| E::from_acc(O::apply(x.to_acc(), y.to_acc()));
     if E::DTYPE.is_packed() {
         let nibble = |byte: u8, shift: u8| E::from_bits(u64::from(byte >> shift));
         let pair = |x: u8, y: u8| {

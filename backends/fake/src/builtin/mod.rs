@@ -2,9 +2,9 @@
 //! fourteen element types, written once, generically, and instantiated per
 //! type: since 1.0 `fill_<t>`, `cast_<s>_<d>`, `add_<t>`, `mul_<t>`,
 //! `sum_<t>` and `matmul_<t>` (ABI.md, "Built-in kernels"); since 1.1
-//! `cast_trunc_<s>_<d>` and the strided `copy_strided_<t>`,
+//! `cast_trunc_<s>_<d>`, the strided `copy_strided_<t>`,
 //! `cast_strided_<s>_<d>`, `cast_strided_trunc_<s>_<d>` and
-//! `fill_strided_<t>` (docs/kernels.md).
+//! `fill_strided_<t>`, and `axpby_<t>` (docs/kernels.md).
 //!
 //! Every kernel takes the `xdal_host_kernel_t` signature and is called once
 //! per block, blocks possibly in parallel: whatever the grid, each block
@@ -14,6 +14,7 @@
 //! misaligned arrays, and overlaps it does not support; never a panic.
 
 mod arith;
+mod axpby;
 mod cast;
 mod elementwise;
 mod grid;
@@ -78,7 +79,7 @@ pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
 /// Every built-in kernel: the 1.0 ones first (per type in ABI order fill,
 /// add, mul, sum, matmul; then the casts, by source type, then by
 /// destination type), then the 1.1 ones in the same arrangement (per type
-/// copy_strided, fill_strided; then per pair cast_trunc,
+/// copy_strided, fill_strided, axpby; then per pair cast_trunc,
 /// cast_strided, cast_strided_trunc).
 // For listings (tests, tools); the launch path only needs `find`.
 #[cfg_attr(not(test), allow(dead_code))]
@@ -162,6 +163,7 @@ fn per_type_1_1<E: Arith>(list: &mut Vec<Builtin>) {
         strided::fill_strided_kernel::<E>,
         &[PTR, U64, DIMS_BYTES, DIMS_BYTES, scalar],
     ));
+    list.push(entry(format!("axpby_{t}"), axpby::axpby_kernel::<E>, &[PTR, PTR, PTR, U64, scalar, scalar]));
 }
 
 /// `cast_trunc_<s>_<d>`, `cast_strided_<s>_<d>` and

@@ -2,6 +2,7 @@
 //! signature with hand-built contexts on several grid shapes (blocks run on
 //! three threads), on `Vec`-backed buffers, against references computed
 //! here independently (through `f64` or `i64` and the `dtype` codecs).
+mod axpby;
 mod bench;
 mod cast;
 mod elementwise;
