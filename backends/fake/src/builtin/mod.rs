@@ -4,7 +4,7 @@
 //! `sum_<t>` and `matmul_<t>` (ABI.md, "Built-in kernels"); since 1.1
 //! `cast_trunc_<s>_<d>`, the strided `copy_strided_<t>`,
 //! `cast_strided_<s>_<d>`, `cast_strided_trunc_<s>_<d>` and
-//! `fill_strided_<t>`, and `axpby_<t>` (docs/kernels.md).
+//! `fill_strided_<t>`, `axpby_<t>` and `sum_dim_<t>` (docs/kernels.md).
 //!
 //! Every kernel takes the `xdal_host_kernel_t` signature and is called once
 //! per block, blocks possibly in parallel: whatever the grid, each block
@@ -23,6 +23,7 @@ mod matmul;
 mod memory;
 mod strided;
 mod sum;
+mod sum_dim;
 #[cfg(test)]
 mod tests;
 
@@ -79,7 +80,7 @@ pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
 /// Every built-in kernel: the 1.0 ones first (per type in ABI order fill,
 /// add, mul, sum, matmul; then the casts, by source type, then by
 /// destination type), then the 1.1 ones in the same arrangement (per type
-/// copy_strided, fill_strided, axpby; then per pair cast_trunc,
+/// copy_strided, fill_strided, axpby, sum_dim; then per pair cast_trunc,
 /// cast_strided, cast_strided_trunc).
 // For listings (tests, tools); the launch path only needs `find`.
 #[cfg_attr(not(test), allow(dead_code))]
@@ -164,6 +165,7 @@ fn per_type_1_1<E: Arith>(list: &mut Vec<Builtin>) {
         &[PTR, U64, DIMS_BYTES, DIMS_BYTES, scalar],
     ));
     list.push(entry(format!("axpby_{t}"), axpby::axpby_kernel::<E>, &[PTR, PTR, PTR, U64, scalar, scalar]));
+    list.push(entry(format!("sum_dim_{t}"), sum_dim::sum_dim_kernel::<E>, &[PTR, PTR, U64, U64, U64]));
 }
 
 /// `cast_trunc_<s>_<d>`, `cast_strided_<s>_<d>` and

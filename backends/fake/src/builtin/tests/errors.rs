@@ -11,12 +11,13 @@ const NULL: i32 = xdal_status::XDAL_ERROR_NULL_POINTER as i32;
 #[test]
 fn registry_lists_every_kernel() {
     let names: HashSet<&str> = all().map(|b| b.name.as_str()).collect();
-    // 1.0: five per type and the casts; 1.1: three more per type and three more per pair.
-    assert_eq!(all().count(), 14 * 5 + 14 * 14 + 14 * 3 + 3 * 14 * 14);
+    // 1.0: five per type and the casts; 1.1: four more per type and three
+    // more per pair.
+    assert_eq!(all().count(), 14 * 5 + 14 * 14 + 14 * 4 + 3 * 14 * 14);
     assert_eq!(names.len(), all().count(), "names are unique");
     for s in DType::ALL {
         let t = s.name();
-        for op in ["fill", "add", "mul", "sum", "matmul", "copy_strided", "fill_strided", "axpby"] {
+        for op in ["fill", "add", "mul", "sum", "matmul", "copy_strided", "fill_strided", "axpby", "sum_dim"] {
             assert!(names.contains(format!("{op}_{t}").as_str()), "{op}_{t}");
         }
         for d in DType::ALL {
@@ -46,6 +47,7 @@ fn registry_lists_every_kernel() {
     assert_eq!(find("fill_strided_f4e2m1").unwrap().arg_sizes, [8, 8, 128, 128, 1]);
     assert_eq!(find("axpby_f64").unwrap().arg_sizes, [8, 8, 8, 8, 8, 8]);
     assert_eq!(find("axpby_i4").unwrap().arg_sizes, [8, 8, 8, 8, 1, 1]);
+    assert_eq!(find("sum_dim_bf16").unwrap().arg_sizes, [8, 8, 8, 8, 8]);
     assert!(find("fill_f128").is_none() && find("").is_none());
     assert!(find("copy_strided_f32_f32").is_none() && find("cast_trunc_strided_f32_i32").is_none());
     assert_eq!(dtype_mask(), 0x3FFF);

@@ -10,6 +10,7 @@ mod errors;
 mod matmul;
 mod strided;
 mod sum;
+mod sum_dim;
 mod trunc;
 
 use super::find;
