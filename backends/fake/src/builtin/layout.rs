@@ -37,7 +37,8 @@ impl<const SIDES: usize> Walk<SIDES> {
     pub fn new(ndim: u64, sizes: &[u64; MAX_DIMS], strides: [&[i64; MAX_DIMS]; SIDES]) -> Result<Self, xdal_status> {
         let invalid = xdal_status::XDAL_ERROR_INVALID_VALUE;
         let ndim = usize::try_from(ndim).ok().filter(|&d| d <= MAX_DIMS).ok_or(invalid)?;
-        let mut count = 1usize;
+        // An empty view is empty whatever its other sizes.
+        let mut count = usize::from(!sizes[..ndim].contains(&0));
         for &size in &sizes[..ndim] {
             let size = usize::try_from(size).map_err(|_| invalid)?;
             count = count.checked_mul(size).ok_or(invalid)?;

@@ -298,6 +298,7 @@ fn strided_errors() {
     assert_eq!(ok(&null, &pb, &[4], &[1], &[1]), NULL);
     assert_eq!(ok(&pa, &null, &[4], &[1], &[1]), NULL);
     assert_eq!(ok(&null, &null, &[4, 0], &[1, 1], &[1, 1]), 0);
+    assert_eq!(ok(&pa, &pb, &[1 << 40, 1 << 40, 0], &[1, 1, 1], &[0, 0, 0]), 0, "empty, however large");
     assert_eq!(ok(&pa, &null, &[], &[], &[]), NULL, "ndim 0 is one element");
     // More than 16 dimensions.
     assert_eq!(strided_status(copy, &pa, &pb, 17, &[1; 16], &[1; 16], &[1; 16]), INVALID);
