@@ -27,12 +27,13 @@ mod sum_dim;
 #[cfg(test)]
 mod tests;
 
-use crate::dtype::{for_each_elem, DType, Elem};
+use crate::dtype::{for_each_elem, trunc_differs, DType, Elem};
 use arith::{Add, Arith, BinOp, Mul};
 use cast::{Conversion, Nearest, Trunc};
 use layout::DIMS_BYTES;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 use xdal_abi::{xdal_kernel_context_t, xdal_status_raw};
 
@@ -174,20 +175,37 @@ fn casts_from_1_1<S: Arith>(list: &mut Vec<Builtin>) {
     const STRIDED: [usize; 6] = [PTR, PTR, U64, DIMS_BYTES, DIMS_BYTES, DIMS_BYTES];
     macro_rules! to {
         ($d:ty) => {
-            list.push(entry(cast_name::<S, $d>(Trunc::NAME), cast::cast_kernel::<S, $d, Trunc>, &[PTR, PTR, U64]));
+            list.push(entry(cast_name::<S, $d>(Trunc::NAME), Pair::<S, $d>::TRUNC, &[PTR, PTR, U64]));
             list.push(entry(
                 cast_name::<S, $d>("cast_strided"),
                 strided::cast_strided_kernel::<S, $d, Nearest>,
                 &STRIDED,
             ));
-            list.push(entry(
-                cast_name::<S, $d>("cast_strided_trunc"),
-                strided::cast_strided_kernel::<S, $d, Trunc>,
-                &STRIDED,
-            ));
+            list.push(entry(cast_name::<S, $d>("cast_strided_trunc"), Pair::<S, $d>::STRIDED_TRUNC, &STRIDED));
         };
     }
     for_each_elem!(to);
+}
+
+/// The truncating kernels of one pair of types.
+struct Pair<S, D>(PhantomData<(S, D)>);
+
+impl<S: Arith, D: Arith> Pair<S, D> {
+    /// `cast_trunc_<s>_<d>`: where truncating converts as rounding does
+    /// (three pairs in four), `cast_<s>_<d>`'s kernel. Chosen in a constant,
+    /// so the instantiation not taken is never compiled.
+    const TRUNC: Kernel = if trunc_differs(S::DTYPE, D::DTYPE) {
+        cast::cast_kernel::<S, D, Trunc>
+    } else {
+        cast::cast_kernel::<S, D, Nearest>
+    };
+    /// `cast_strided_trunc_<s>_<d>`, likewise `cast_strided_<s>_<d>`'s
+    /// kernel where truncating makes no difference.
+    const STRIDED_TRUNC: Kernel = if trunc_differs(S::DTYPE, D::DTYPE) {
+        strided::cast_strided_kernel::<S, D, Trunc>
+    } else {
+        strided::cast_strided_kernel::<S, D, Nearest>
+    };
 }
 
 /// `<prefix>_<s>_<d>`.

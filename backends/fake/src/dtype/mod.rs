@@ -24,7 +24,7 @@ pub(crate) mod tests_trunc;
 mod trunc;
 
 pub(crate) use elem::{convert, Bool, Elem, F4E2M1, F8E4M3, F8E5M2, I4};
-pub(crate) use trunc::convert_trunc;
+pub(crate) use trunc::{convert_trunc, trunc_differs};
 
 /// One of the fourteen element types, numbered as `xdal_dtype_t` (a test
 /// checks the numbering).

@@ -166,3 +166,36 @@ fn every_narrow_encoding_against_the_reference() {
         }
     }
 }
+
+/// `trunc_differs` is true exactly for the pairs where some value converts
+/// differently.
+#[test]
+fn trunc_differs_names_the_pairs_that_differ() {
+    fn pairs_from<S: Elem>(values: &[f64]) {
+        macro_rules! check {
+            ($d:ty) => {{
+                let differs = values.iter().any(|&x| {
+                    let s = S::from_f64(x);
+                    Elem::to_bits(convert_trunc::<S, $d>(s)) != Elem::to_bits(convert::<S, $d>(s))
+                });
+                assert_eq!(
+                    differs,
+                    trunc_differs(S::DTYPE, <$d as Elem>::DTYPE),
+                    "{:?} -> {:?}",
+                    S::DTYPE,
+                    <$d as Elem>::DTYPE
+                );
+            }};
+        }
+        for_each_elem!(check);
+    }
+    // 1.5 rounds and truncates differently; 500 overflows E4M3 (and
+    // becomes what the smaller types can hold).
+    let values = [1.5, 500.0, -500.0];
+    macro_rules! run {
+        ($s:ty) => {
+            pairs_from::<$s>(&values)
+        };
+    }
+    for_each_elem!(run);
+}

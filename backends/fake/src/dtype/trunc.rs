@@ -78,3 +78,14 @@ const fn int_range(d: DType) -> (i64, i64) {
         _ => (0, 0),
     }
 }
+
+/// Whether `convert_trunc` differs from `convert` for some value from `s`
+/// to `d`: float to integer, and to E4M3 from the types that reach beyond
+/// 464. Elsewhere the truncating kernels can be the rounding ones.
+pub(crate) const fn trunc_differs(s: DType, d: DType) -> bool {
+    let float_to_int = matches!(s.class(), Class::Float) && matches!(d.class(), Class::Int);
+    // E2M1 (6), the 4- and 8-bit integers (255 at most), bool and E4M3
+    // itself never overflow E4M3.
+    let small = matches!(s, DType::F8E4M3 | DType::F4E2M1 | DType::I8 | DType::U8 | DType::I4 | DType::Bool);
+    float_to_int || (matches!(d, DType::F8E4M3) && !small)
+}
