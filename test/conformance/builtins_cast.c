@@ -1,9 +1,11 @@
-/* Built-in casts: cast_<s>_<d> for all 196 pairs of the fourteen types,
-   against the reference of dtype_ref.h, over several counts and grid
-   shapes (one test per source type), and a table of values whose results
-   are written out by hand here (so that the reference itself is checked
-   against ABI.md): OCP F8/F4 saturation and NaN rules, ties to even,
-   float -> int saturation, int -> int wrapping, bool.
+/* Built-in casts: cast_<s>_<d> and (since 1.1) cast_trunc_<s>_<d> for all
+   196 pairs of the fourteen types, against the reference of dtype_ref.h,
+   over several counts and grid shapes (one test per source type), and
+   tables of values whose results are written out by hand here (so that the
+   reference itself is checked against ABI.md and docs/kernels.md): OCP
+   F8/F4 saturation and NaN rules, ties to even, float -> int saturation and
+   truncation, E4M3 overflow to NaN in cast_trunc, int -> int wrapping,
+   bool.
 
    Skips, after checking the exact status, on a backend without built-in
    kernels; leaves out the types its dtype_mask does not list. */
@@ -162,6 +164,12 @@ static void make_source(int t, void *buf, size_t cap, uint64_t seed) {
 
 /* --- All pairs ---------------------------------------------------------- */
 
+/* cast_<s>_<d> (trunc 0) or cast_trunc_<s>_<d> (trunc 1) of one source
+   element. */
+static uint64_t expected_cast(int trunc, int s, int d, uint64_t bits) {
+  return trunc ? ref_convert_trunc(s, d, bits) : ref_convert(s, d, bits);
+}
+
 static void run_casts_from(int st) {
   bt_ctx c;
   BT_BEGIN(c);
@@ -172,15 +180,16 @@ static void run_casts_from(int st) {
   void *src = bt_host(st, CAST_N);
   make_source(st, src, CAST_N, 0xca570000u + (uint64_t)st);
   void *dsrc = bt_dev(ref_bytes(st, CAST_N));
-  if (dsrc && bt_upload(dsrc, src, ref_bytes(st, CAST_N))) {
+  for (int trunc = 0; trunc < 2 && dsrc && bt_upload(dsrc, src, ref_bytes(st, CAST_N)); trunc++) {
     for (int dt = 0; dt < REF_NTYPES; dt++) {
       if (!bt_has_type(&c, dt)) continue;
       char name[48];
-      snprintf(name, sizeof name, "cast_%s_%s", ref_types[st].name, ref_types[dt].name);
+      snprintf(name, sizeof name, "%s_%s_%s", trunc ? "cast_trunc" : "cast", ref_types[st].name,
+               ref_types[dt].name);
       xdal_function_t f = bt_fn(&c, name);
       if (!f) continue;
       void *expected = bt_host(dt, CAST_N), *got = bt_host(dt, CAST_N);
-      for (size_t i = 0; i < CAST_N; i++) ref_set(dt, expected, i, ref_convert(st, dt, ref_get(st, src, i)));
+      for (size_t i = 0; i < CAST_N; i++) ref_set(dt, expected, i, expected_cast(trunc, st, dt, ref_get(st, src, i)));
       void *ddst = bt_dev(ref_bytes(dt, CAST_N));
       for (size_t r = 0; ddst && r < sizeof cast_runs / sizeof cast_runs[0]; r++) {
         uint64_t n = cast_runs[r].n;
@@ -428,15 +437,64 @@ static const struct known {
     {BOOL, U8, 0, 0, 0, 0, "0"},
 };
 
-static void test_cast_known_values(void) {
-  bt_ctx c;
-  BT_BEGIN(c);
+/* cast_trunc_<s>_<d> (since 1.1) where it differs from cast_<s>_<d>, and
+   where it does not; columns as in `known`. */
+static const struct known known_trunc[] = {
+    /* Float -> integer truncates toward zero. */
+    {F32, I32, 2.5, 0, 0, 2, "2.5 -> 2"},
+    {F32, I32, 3.5, 0, 0, 3, "3.5 -> 3"},
+    {F32, I32, 2.75, 0, 0, 2, "2.75 -> 2"},
+    {F32, I32, -2.75, 0, 0, (uint32_t)-2, "-2.75 -> -2"},
+    {F32, I32, -0.5, 0, 0, 0, "-0.5 -> 0"},
+    {F32, I32, NAN, 0, 0, 0, "NaN -> 0"},
+    {F32, I32, 3e9, 0, 0, 0x7FFFFFFF, "saturates"},
+    {F32, I32, -INFINITY, 0, 0, 0x80000000, "-inf saturates"},
+    {F64, I64, 0x1.0000000000003p51, 0, 0, 0x8000000000001ull, "2^51 + 1.5 -> 2^51 + 1"},
+    {F64, I64, -0x1p63, 0, 0, 0x8000000000000000ull, "-2^63 is INT64_MIN"},
+    {F64, I64, 1e300, 0, 0, 0x7FFFFFFFFFFFFFFFull, "saturates"},
+    {F32, U8, -1.5, 0, 0, 0, "negative saturates to 0"},
+    {F32, U8, 255.5, 0, 0, 255, "255.5 -> 255"},
+    {F32, U8, 254.75, 0, 0, 254, "254.75 -> 254"},
+    {F32, I8, -128.75, 0, 0, 0x80, "-128.75 -> -128"},
+    {F32, I8, 127.75, 0, 0, 0x7F, "127.75 -> 127"},
+    {F16, I16, RAW, 0, 0x7BFF, 0x7FFF, "65504 saturates"},
+    {F32, I4, 7.5, 0, 0, 0x7, "7.5 -> 7"},
+    {F32, I4, -8.75, 0, 0, 0x8, "-8.75 -> -8"},
+    {F32, I4, -1.5, 0, 0, 0xF, "-1.5 -> -1"},
+    {E2M1, I4, RAW, 0, 0x3, 0x1, "1.5 -> 1"},
+    {E2M1, I8, RAW, 0, 0xD, 0xFD, "-3"},
+    {E4M3, U8, RAW, 0, 0x7E, 0xFF, "448 saturates"},
+    {BF16, I32, RAW, 0, 0xC020, 0xFFFFFFFE, "-2.5 -> -2"},
+    /* E4M3 overflow is NaN, not saturation; 464 still ties to 448. */
+    {F32, E4M3, 448, 0, 0, 0x7E, "max"},
+    {F32, E4M3, 464, 0, 0, 0x7E, "the tie to 448"},
+    {F32, E4M3, 465, 0, 0, 0x7F, "above 464: NaN"},
+    {F32, E4M3, -1e6, 0, 0, 0xFF, "-NaN"},
+    {F32, E4M3, INFINITY, 0, 0, 0x7F, "inf: NaN"},
+    {F32, E4M3, 17, 0, 0, 0x58, "ties to even as cast"},
+    {F64, E4M3, 464.25, 0, 0, 0x7F, "f64 above 464: NaN"},
+    {E5M2, E4M3, RAW, 0, 0x7B, 0x7F, "57344: NaN"},
+    {E5M2, E4M3, RAW, 0, 0xFC, 0xFF, "-inf: NaN"},
+    {I32, E4M3, 0, 464, 0, 0x7E, "464 -> 448"},
+    {I32, E4M3, 0, 465, 0, 0x7F, "465: NaN"},
+    {I64, E4M3, 0, INT64_MIN, 0, 0xFF, "INT64_MIN: NaN"},
+    {BOOL, E4M3, 0, 1, 0, 0x38, "bool as cast"},
+    /* The rest as cast. */
+    {F32, E2M1, 100.0, 0, 0, 0x7, "E2M1 still saturates"},
+    {F32, E5M2, 1e9, 0, 0, 0x7C, "E5M2 overflow -> inf"},
+    {F32, F16, 65520, 0, 0, 0x7C00, "f16 overflow -> inf"},
+    {I32, I8, 0, 300, 0, 0x2C, "300 wraps"},
+    {F32, BOOL, 0.25, 0, 0, 1, "nonzero"},
+};
+
+/* Runs one table of known values through `prefix`_<s>_<d>; returns how many
+   were checked. */
+static size_t run_known(bt_ctx *c, const struct known *table, size_t count, int trunc) {
   void *dsrc = bt_dev(8), *ddst = bt_dev(8);
-  REQUIRE(dsrc && ddst);
   size_t checked = 0;
-  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-    const struct known *k = &known[i];
-    if (!bt_has_type(&c, k->s) || !bt_has_type(&c, k->d)) continue;
+  for (size_t i = 0; dsrc && ddst && i < count; i++) {
+    const struct known *k = &table[i];
+    if (!bt_has_type(c, k->s) || !bt_has_type(c, k->d)) continue;
     uint64_t src;
     if (ref_is_float(k->s))
       src = k->x == RAW ? k->raw : ref_encode_float(k->s, ref_from_double(k->x));
@@ -444,34 +502,52 @@ static void test_cast_known_values(void) {
       src = k->raw != 0 ? k->raw : (uint64_t)k->i & ref_mask(k->s);
     /* The reference agrees with the table (else the table or dtype_ref.h
        is wrong, not the library). */
-    CHECK_MSG(ref_same(k->d, k->expected, ref_convert(k->s, k->d, src)),
-              "dtype_ref.h: %s -> %s of 0x%llx (%s) gives 0x%llx, the table says 0x%llx", ref_types[k->s].name,
-              ref_types[k->d].name, (unsigned long long)src, k->why,
-              (unsigned long long)ref_convert(k->s, k->d, src), (unsigned long long)k->expected);
+    uint64_t ref = expected_cast(trunc, k->s, k->d, src);
+    CHECK_MSG(ref_same(k->d, k->expected, ref),
+              "dtype_ref.h: %s %s -> %s of 0x%llx (%s) gives 0x%llx, the table says 0x%llx",
+              trunc ? "cast_trunc" : "cast", ref_types[k->s].name, ref_types[k->d].name, (unsigned long long)src,
+              k->why, (unsigned long long)ref, (unsigned long long)k->expected);
     char name[48];
-    snprintf(name, sizeof name, "cast_%s_%s", ref_types[k->s].name, ref_types[k->d].name);
-    xdal_function_t f = bt_fn(&c, name);
+    snprintf(name, sizeof name, "%s_%s_%s", trunc ? "cast_trunc" : "cast", ref_types[k->s].name,
+             ref_types[k->d].name);
+    xdal_function_t f = bt_fn(c, name);
     if (!f) continue;
     unsigned char hsrc[8] = {0}, hdst[8 + BT_GUARD];
     ref_set(k->s, hsrc, 0, src);
     if (!bt_upload(dsrc, hsrc, 8) || !bt_poison(ddst, 8)) break;
     uint64_t n = 1;
     xdal_kernel_arg_t args[] = {{&dsrc, 8}, {&ddst, 8}, {&n, 8}};
-    if (!bt_run(&c, f, &bt_shapes[1], args, 3, name) || !bt_download(hdst, ddst, 8)) continue;
+    if (!bt_run(c, f, &bt_shapes[1], args, 3, name) || !bt_download(hdst, ddst, 8)) continue;
     uint64_t got = ref_get(k->d, hdst, 0);
     CHECK_MSG(ref_same(k->d, k->expected, got), "%s of 0x%llx (%s): expected 0x%llx, got 0x%llx", name,
               (unsigned long long)src, k->why, (unsigned long long)k->expected, (unsigned long long)got);
     bt_check_untouched(k->d, hdst, 1, name);
     checked++;
   }
-  if (backend_is_fake()) CHECK_EQ(checked, sizeof known / sizeof known[0]);
   CHECK_OK(xdal_free(dsrc));
   CHECK_OK(xdal_free(ddst));
+  return checked;
+}
+
+static void test_cast_known_values(void) {
+  bt_ctx c;
+  BT_BEGIN(c);
+  size_t checked = run_known(&c, known, sizeof known / sizeof known[0], 0);
+  if (backend_is_fake()) CHECK_EQ(checked, sizeof known / sizeof known[0]);
+  bt_close(&c);
+}
+
+static void test_cast_trunc_known_values(void) {
+  bt_ctx c;
+  BT_BEGIN(c);
+  size_t checked = run_known(&c, known_trunc, sizeof known_trunc / sizeof known_trunc[0], 1);
+  if (backend_is_fake()) CHECK_EQ(checked, sizeof known_trunc / sizeof known_trunc[0]);
   bt_close(&c);
 }
 
 static const harness_test_t tests[] = {
-    HARNESS_TEST(test_cast_known_values), HARNESS_TEST(test_cast_from_f64),    HARNESS_TEST(test_cast_from_f32),
+    HARNESS_TEST(test_cast_known_values), HARNESS_TEST(test_cast_trunc_known_values),
+    HARNESS_TEST(test_cast_from_f64),    HARNESS_TEST(test_cast_from_f32),
     HARNESS_TEST(test_cast_from_f16),     HARNESS_TEST(test_cast_from_bf16),   HARNESS_TEST(test_cast_from_f8e4m3),
     HARNESS_TEST(test_cast_from_f8e5m2),  HARNESS_TEST(test_cast_from_f4e2m1), HARNESS_TEST(test_cast_from_i64),
     HARNESS_TEST(test_cast_from_i32),     HARNESS_TEST(test_cast_from_i16),    HARNESS_TEST(test_cast_from_i8),

@@ -12,6 +12,8 @@
  *     NaN -> +0.
  *   float -> int: nearest even, NaN -> 0, saturating; int -> int wraps;
  *   anything -> bool: nonzero (NaN included) -> 1; bool -> 0 / 1.
+ *   cast_trunc (since 1.1): float -> int truncates toward zero (NaN -> 0,
+ *   saturating), E4M3 overflow -> NaN; otherwise as above.
  *   F4 and I4 pack two a byte, the lower index in the low nibble.
  *
  * A value is kept exactly as (-1)^neg * mant * 2^exp with a 64-bit mant,
@@ -343,6 +345,62 @@ static inline uint64_t ref_convert(int s, int d, uint64_t bits) {
   int64_t lo, hi;
   ref_int_range(d, &lo, &hi);
   return (uint64_t)ref_to_int_sat(v, lo, hi) & ref_mask(d);
+}
+
+/* v truncated toward zero and saturated to [lo, hi]; NaN 0 (cast_trunc). */
+static inline int64_t ref_to_int_trunc(ref_value_t v, int64_t lo, int64_t hi) {
+  if (v.kind == RV_NAN || v.kind == RV_ZERO) return 0;
+  uint64_t mag = 0;
+  int huge = v.kind == RV_INF;
+  if (!huge) {
+    if (v.exp >= 0) {
+      if (v.exp >= 64 || (v.exp > 0 && (v.mant >> (64 - v.exp)) != 0))
+        huge = 1;
+      else
+        mag = v.mant << v.exp;
+    } else {
+      mag = -v.exp >= 64 ? 0 : v.mant >> -v.exp; /* drops the fraction */
+    }
+  }
+  if (v.neg) {
+    uint64_t limit = (uint64_t)0 - (uint64_t)lo; /* |lo| */
+    if (huge || mag > limit) return lo;
+    return mag == 0 ? 0 : (int64_t)((uint64_t)0 - mag);
+  }
+  if (huge || mag > (uint64_t)hi) return hi;
+  return (int64_t)mag;
+}
+
+/* Whether v (a NaN, an infinity, or a magnitude above 464, the tie between
+   E4M3's 448 and the 480 it lacks) becomes NaN in cast_trunc to E4M3. */
+static inline int ref_e4m3_overflows(ref_value_t v) {
+  if (v.kind != RV_FINITE) return v.kind != RV_ZERO;
+  /* mant * 2^exp > 29 * 2^4 */
+  if (v.exp >= 4) {
+    int s = v.exp - 4;
+    return s >= 6 || v.mant > 29 || (v.mant << s) > 29;
+  }
+  int s = 4 - v.exp;
+  return s < 59 && v.mant > ((uint64_t)29 << s);
+}
+
+/* The bits of type d that cast_trunc_<s>_<d> makes of bits of type s (C's
+   static_cast, PyTorch's conversion): float -> integer truncates toward
+   zero (NaN 0, saturating); anything but bool -> E4M3 overflows to NaN;
+   the rest as cast_<s>_<d>. */
+static inline uint64_t ref_convert_trunc(int s, int d, uint64_t bits) {
+  if (s == d) return bits & ref_mask(s);
+  const ref_type_t *ts = &ref_types[s], *td = &ref_types[d];
+  if (ts->cls == REF_FLOAT && td->cls == REF_INT) {
+    int64_t lo, hi;
+    ref_int_range(d, &lo, &hi);
+    return (uint64_t)ref_to_int_trunc(ref_decode(s, bits), lo, hi) & ref_mask(d);
+  }
+  if (d == XDAL_DTYPE_F8_E4M3 && ts->cls != REF_BOOL) {
+    ref_value_t v = ts->cls == REF_FLOAT ? ref_decode(s, bits) : ref_from_int(ref_int_value(s, bits));
+    if (ref_e4m3_overflows(v)) return (v.neg ? 0x80u : 0u) | 0x7Fu;
+  }
+  return ref_convert(s, d, bits);
 }
 
 /* Whether bits of float type t are a NaN. */

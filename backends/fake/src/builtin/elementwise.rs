@@ -1,11 +1,14 @@
 //! `fill_<t>`, `add_<t>` and `mul_<t>`: each block handles its contiguous
 //! share of the `n` elements with a tight loop over slices (bytes, for the
 //! packed types), so the compiler vectorises it and the kernels run at
-//! memory speed.
+//! memory speed. `fill_share` and `binary_share` serve the strided fill and
+//! `axpby_<t>` too.
 use super::arith::{Arith, BinOp};
 use super::grid::{guard, line_quantum, Args, Block, KernelResult};
 use super::memory::{zip2, Array};
+use crate::dtype::Elem;
 use std::ffi::c_void;
+use std::ops::Range;
 use xdal_abi::{xdal_kernel_context_t, xdal_status, xdal_status_raw};
 
 /// `fill_<t>(T *dst, uint64_t n, T value)`: `dst[i] = value`.
@@ -36,8 +39,20 @@ unsafe fn fill<E: Arith>(ctx: *const xdal_kernel_context_t, args: *const *mut c_
     };
     let dst = Array::<E>::new(dst, n)?;
     let range = block.share(dst.len(), line_quantum(E::DTYPE));
+    // SAFETY: the range is this block's own share.
+    unsafe { fill_share(dst, range, value) };
+    Ok(())
+}
+
+/// `dst[i] = value` for `i` in `range`, with slice fills (whole bytes for
+/// packed types). Also the dense path of `fill_strided_<t>`.
+///
+/// # Safety
+/// `range` is the calling block's own share of `dst`, starting on a byte
+/// for packed types (a multiple of `line_quantum`).
+pub(super) unsafe fn fill_share<E: Elem>(dst: Array<E>, range: Range<usize>, value: E) {
     if range.is_empty() {
-        return Ok(());
+        return;
     }
     if E::DTYPE.is_packed() {
         let nibble = value.to_bits() as u8 & 0xF;
@@ -52,7 +67,6 @@ unsafe fn fill<E: Arith>(ctx: *const xdal_kernel_context_t, args: *const *mut c_
         // SAFETY: the range is this block's own share.
         unsafe { dst.slice_mut(range) }.fill(value);
     }
-    Ok(())
 }
 
 /// `add_<t>` / `mul_<t>(const T *a, const T *b, T *out, uint64_t n)`:
@@ -84,6 +98,25 @@ unsafe fn binary<E: Arith, O: BinOp>(ctx: *const xdal_kernel_context_t, args: *c
             args.get::<u64>(3)?,
         )
     };
+    let op = |x: E, y: E| E::from_acc(O::apply(x.to_acc(), y.to_acc()));
+    // SAFETY: the arrays are the launch's, valid for `n` elements.
+    unsafe { binary_share(block, a, b, out, n, op) }
+}
+
+/// `out[i] = op(a[i], b[i])` over this block's share of `n` elements,
+/// after checking the three arrays: `out` may be `a` and/or `b`, any other
+/// overlap is `XDAL_ERROR_INVALID_VALUE`. Shared with `axpby_<t>`.
+///
+/// # Safety
+/// The three pointers are valid for `n` elements.
+pub(super) unsafe fn binary_share<E: Elem>(
+    block: Block,
+    a: *mut u8,
+    b: *mut u8,
+    out: *mut u8,
+    n: u64,
+    op: impl Fn(E, E) -> E,
+) -> KernelResult {
     let (a, b, out) = (Array::<E>::new(a, n)?, Array::<E>::new(b, n)?, Array::<E>::new(out, n)?);
     for input in [a, b] {
         if out.overlaps(&input) && !out.is_same(&input) {
@@ -94,7 +127,6 @@ unsafe fn binary<E: Arith, O: BinOp>(ctx: *const xdal_kernel_context_t, args: *c
     if range.is_empty() {
         return Ok(());
     }
-    let op = |x: E, y: E| E::from_acc(O::apply(x.to_acc(), y.to_acc()));
     if E::DTYPE.is_packed() {
         let nibble = |byte: u8, shift: u8| E::from_bits(u64::from(byte >> shift));
         let pair = |x: u8, y: u8| {

@@ -9,6 +9,7 @@ use crate::dtype::Elem;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 use std::ops::Range;
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use xdal_abi::xdal_status;
 
 /// `n` elements of `E` at `base`, checked for use.
@@ -40,6 +41,32 @@ impl<E: Elem> Array<E> {
             }
         }
         Ok(Array { base, n: n as usize, bytes, elem: PhantomData })
+    }
+
+    /// The array that holds the elements at offsets `lo..=hi` (in elements,
+    /// possibly negative) from `base`, for strided access, and the index in
+    /// it of the element at `base` (what an offset is added to). For packed
+    /// types the array starts on the byte holding offset `lo`. NULL `base`
+    /// is `XDAL_ERROR_NULL_POINTER`; a span that leaves the address space,
+    /// or a misaligned `base`, is `XDAL_ERROR_INVALID_VALUE`.
+    pub fn spanning(base: *mut u8, lo: i128, hi: i128) -> Result<(Self, isize), xdal_status> {
+        debug_assert!(lo <= hi);
+        if base.is_null() {
+            return Err(xdal_status::XDAL_ERROR_NULL_POINTER);
+        }
+        let invalid = xdal_status::XDAL_ERROR_INVALID_VALUE;
+        // The first element of the array: `lo`, or for packed types the
+        // low nibble of the byte holding `lo`.
+        let first = if E::DTYPE.is_packed() { lo.div_euclid(2) * 2 } else { lo };
+        let width = i128::from(E::DTYPE.bits());
+        let offset = first.checked_mul(width).ok_or(invalid)? / 8;
+        let start = (base as usize as i128).checked_add(offset).ok_or(invalid)?;
+        let count = hi.checked_sub(first).and_then(|c| u64::try_from(c).ok()?.checked_add(1)).ok_or(invalid)?;
+        let origin = isize::try_from(-first).map_err(|_| invalid)?;
+        let start = usize::try_from(start).map_err(|_| invalid)?;
+        // `new` checks the end against the address space and the alignment
+        // (the same as `base`'s, `first` being whole elements).
+        Ok((Self::new(start as *mut u8, count)?, origin))
     }
 
     /// Element count.
@@ -98,6 +125,33 @@ impl<E: Elem> Array<E> {
         } else {
             // SAFETY: inside the array, aligned (checked in `new`).
             unsafe { self.base.cast::<E>().add(i).write(value) }
+        }
+    }
+
+    /// Sets element `i` while other threads may be setting other elements
+    /// of the same byte (packed types, strided): the nibble is updated with
+    /// atomic operations on its byte. Unpacked types write as `set` does.
+    ///
+    /// # Safety
+    /// `i < len()`; no other thread uses element `i` meanwhile, and every
+    /// other access to its byte meanwhile goes through this method.
+    #[inline(always)]
+    pub unsafe fn set_shared(&self, i: usize, value: E) {
+        debug_assert!(i < self.n);
+        if E::DTYPE.is_packed() {
+            let shift = (i & 1) * 4;
+            let nibble = (value.to_bits() as u8 & 0xF) << shift;
+            // SAFETY: the byte lies inside the array and is only accessed
+            // atomically meanwhile (per the contract), so an `AtomicU8`
+            // over it is sound.
+            let byte = unsafe { AtomicU8::from_ptr(self.base.add(i / 2)) };
+            // Only this thread changes these four bits: clearing them, then
+            // setting the new ones, leaves the other nibble's updates alone.
+            byte.fetch_and(!(0xF << shift), Relaxed);
+            byte.fetch_or(nibble, Relaxed);
+        } else {
+            // SAFETY: per the contract, as in `set`.
+            unsafe { self.set(i, value) }
         }
     }
 

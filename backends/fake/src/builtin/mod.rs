@@ -1,7 +1,10 @@
-//! The built-in kernels that `xdal_module_get_builtin` returns: `fill_<t>`,
-//! `cast_<s>_<d>`, `add_<t>`, `mul_<t>`, `sum_<t>` and `matmul_<t>` for all
-//! fourteen element types (ABI.md, "Built-in kernels"), written once,
-//! generically, and instantiated per type.
+//! The built-in kernels that `xdal_module_get_builtin` returns for all
+//! fourteen element types, written once, generically, and instantiated per
+//! type: since 1.0 `fill_<t>`, `cast_<s>_<d>`, `add_<t>`, `mul_<t>`,
+//! `sum_<t>` and `matmul_<t>` (ABI.md, "Built-in kernels"); since 1.1
+//! `cast_trunc_<s>_<d>`, the strided `copy_strided_<t>`,
+//! `cast_strided_<s>_<d>`, `cast_strided_trunc_<s>_<d>` and
+//! `fill_strided_<t>`, `axpby_<t>` and `sum_dim_<t>` (docs/kernels.md).
 //!
 //! Every kernel takes the `xdal_host_kernel_t` signature and is called once
 //! per block, blocks possibly in parallel: whatever the grid, each block
@@ -11,19 +14,26 @@
 //! misaligned arrays, and overlaps it does not support; never a panic.
 
 mod arith;
+mod axpby;
 mod cast;
 mod elementwise;
 mod grid;
+mod layout;
 mod matmul;
 mod memory;
+mod strided;
 mod sum;
+mod sum_dim;
 #[cfg(test)]
 mod tests;
 
-use crate::dtype::{for_each_elem, DType, Elem};
+use crate::dtype::{for_each_elem, trunc_differs, DType, Elem};
 use arith::{Add, Arith, BinOp, Mul};
+use cast::{Conversion, Nearest, Trunc};
+use layout::DIMS_BYTES;
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 use xdal_abi::{xdal_kernel_context_t, xdal_status_raw};
 
@@ -68,8 +78,11 @@ pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
     registry.by_name.get(name).map(|&i| &registry.list[i])
 }
 
-/// Every built-in kernel: per type in ABI order fill, add, mul, sum,
-/// matmul; then the casts, by source type, then by destination type.
+/// Every built-in kernel: the 1.0 ones first (per type in ABI order fill,
+/// add, mul, sum, matmul; then the casts, by source type, then by
+/// destination type), then the 1.1 ones in the same arrangement (per type
+/// copy_strided, fill_strided, axpby, sum_dim; then per pair cast_trunc,
+/// cast_strided, cast_strided_trunc).
 // For listings (tests, tools); the launch path only needs `find`.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn all() -> impl Iterator<Item = &'static Builtin> {
@@ -97,34 +110,105 @@ fn build() -> Vec<Builtin> {
         };
     }
     for_each_elem!(casts_from);
+    macro_rules! per_type_1_1 {
+        ($t:ty) => {
+            per_type_1_1::<$t>(&mut list);
+        };
+    }
+    for_each_elem!(per_type_1_1);
+    macro_rules! casts_from_1_1 {
+        ($t:ty) => {
+            casts_from_1_1::<$t>(&mut list);
+        };
+    }
+    for_each_elem!(casts_from_1_1);
     list
 }
 
-/// The kernels of one type, casts aside.
+/// A kernel named `name` taking arguments of `arg_sizes` bytes.
+fn entry(name: String, kernel: Kernel, arg_sizes: &[usize]) -> Builtin {
+    Builtin { name, kernel, arg_sizes: arg_sizes.to_vec() }
+}
+
+/// The 1.0 kernels of one type, casts aside.
 fn per_type<E: Arith>(list: &mut Vec<Builtin>) {
     let t = E::DTYPE.name();
-    let entry = |prefix: &str, kernel: Kernel, arg_sizes: &[usize]| Builtin {
-        name: format!("{prefix}_{t}"),
-        kernel,
-        arg_sizes: arg_sizes.to_vec(),
-    };
-    list.push(entry("fill", elementwise::fill_kernel::<E>, &[PTR, U64, E::DTYPE.scalar_bytes()]));
-    list.push(entry(Add::NAME, elementwise::binary_kernel::<E, Add>, &[PTR, PTR, PTR, U64]));
-    list.push(entry(Mul::NAME, elementwise::binary_kernel::<E, Mul>, &[PTR, PTR, PTR, U64]));
-    list.push(entry("sum", sum::sum_kernel::<E>, &[PTR, PTR, U64]));
-    list.push(entry("matmul", matmul::matmul_kernel::<E>, &[PTR, PTR, PTR, U64, U64, U64]));
+    let scalar = E::DTYPE.scalar_bytes();
+    list.push(entry(format!("fill_{t}"), elementwise::fill_kernel::<E>, &[PTR, U64, scalar]));
+    list.push(entry(format!("{}_{t}", Add::NAME), elementwise::binary_kernel::<E, Add>, &[PTR, PTR, PTR, U64]));
+    list.push(entry(format!("{}_{t}", Mul::NAME), elementwise::binary_kernel::<E, Mul>, &[PTR, PTR, PTR, U64]));
+    list.push(entry(format!("sum_{t}"), sum::sum_kernel::<E>, &[PTR, PTR, U64]));
+    list.push(entry(format!("matmul_{t}"), matmul::matmul_kernel::<E>, &[PTR, PTR, PTR, U64, U64, U64]));
 }
 
 /// `cast_<s>_<d>` for every destination type `d`.
 fn casts_from<S: Arith>(list: &mut Vec<Builtin>) {
     macro_rules! to {
         ($d:ty) => {
-            list.push(Builtin {
-                name: format!("cast_{}_{}", S::DTYPE.name(), <$d as Elem>::DTYPE.name()),
-                kernel: cast::cast_kernel::<S, $d>,
-                arg_sizes: vec![PTR, PTR, U64],
-            });
+            list.push(entry(cast_name::<S, $d>(Nearest::NAME), cast::cast_kernel::<S, $d, Nearest>, &[PTR, PTR, U64]));
         };
     }
     for_each_elem!(to);
+}
+
+/// The 1.1 kernels of one type, casts aside.
+fn per_type_1_1<E: Arith>(list: &mut Vec<Builtin>) {
+    let t = E::DTYPE.name();
+    let scalar = E::DTYPE.scalar_bytes();
+    list.push(entry(
+        format!("copy_strided_{t}"),
+        strided::cast_strided_kernel::<E, E, Nearest>,
+        &[PTR, PTR, U64, DIMS_BYTES, DIMS_BYTES, DIMS_BYTES],
+    ));
+    list.push(entry(
+        format!("fill_strided_{t}"),
+        strided::fill_strided_kernel::<E>,
+        &[PTR, U64, DIMS_BYTES, DIMS_BYTES, scalar],
+    ));
+    list.push(entry(format!("axpby_{t}"), axpby::axpby_kernel::<E>, &[PTR, PTR, PTR, U64, scalar, scalar]));
+    list.push(entry(format!("sum_dim_{t}"), sum_dim::sum_dim_kernel::<E>, &[PTR, PTR, U64, U64, U64]));
+}
+
+/// `cast_trunc_<s>_<d>`, `cast_strided_<s>_<d>` and
+/// `cast_strided_trunc_<s>_<d>` for every destination type `d`.
+fn casts_from_1_1<S: Arith>(list: &mut Vec<Builtin>) {
+    const STRIDED: [usize; 6] = [PTR, PTR, U64, DIMS_BYTES, DIMS_BYTES, DIMS_BYTES];
+    macro_rules! to {
+        ($d:ty) => {
+            list.push(entry(cast_name::<S, $d>(Trunc::NAME), Pair::<S, $d>::TRUNC, &[PTR, PTR, U64]));
+            list.push(entry(
+                cast_name::<S, $d>("cast_strided"),
+                strided::cast_strided_kernel::<S, $d, Nearest>,
+                &STRIDED,
+            ));
+            list.push(entry(cast_name::<S, $d>("cast_strided_trunc"), Pair::<S, $d>::STRIDED_TRUNC, &STRIDED));
+        };
+    }
+    for_each_elem!(to);
+}
+
+/// The truncating kernels of one pair of types.
+struct Pair<S, D>(PhantomData<(S, D)>);
+
+impl<S: Arith, D: Arith> Pair<S, D> {
+    /// `cast_trunc_<s>_<d>`: where truncating converts as rounding does
+    /// (three pairs in four), `cast_<s>_<d>`'s kernel. Chosen in a constant,
+    /// so the instantiation not taken is never compiled.
+    const TRUNC: Kernel = if trunc_differs(S::DTYPE, D::DTYPE) {
+        cast::cast_kernel::<S, D, Trunc>
+    } else {
+        cast::cast_kernel::<S, D, Nearest>
+    };
+    /// `cast_strided_trunc_<s>_<d>`, likewise `cast_strided_<s>_<d>`'s
+    /// kernel where truncating makes no difference.
+    const STRIDED_TRUNC: Kernel = if trunc_differs(S::DTYPE, D::DTYPE) {
+        strided::cast_strided_kernel::<S, D, Trunc>
+    } else {
+        strided::cast_strided_kernel::<S, D, Nearest>
+    };
+}
+
+/// `<prefix>_<s>_<d>`.
+fn cast_name<S: Elem, D: Elem>(prefix: &str) -> String {
+    format!("{prefix}_{}_{}", S::DTYPE.name(), D::DTYPE.name())
 }

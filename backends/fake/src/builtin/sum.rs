@@ -17,9 +17,9 @@ use std::ops::Range;
 use xdal_abi::{xdal_kernel_context_t, xdal_status_raw};
 
 /// Elements summed in lanes before run sums are combined pairwise.
-const RUN: usize = 4096;
+pub(super) const RUN: usize = 4096;
 /// Interleaved partial sums within a run.
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// The `sum_<t>` kernel.
 ///
@@ -50,25 +50,27 @@ unsafe fn sum<E: Arith>(ctx: *const xdal_kernel_context_t, args: *const *mut c_v
         E::Acc::ZERO
     } else {
         // SAFETY: only this block runs; nobody writes `x` meanwhile.
-        unsafe { total(x) }
+        unsafe { total(x, 0..x.len()) }
     };
     // SAFETY: `out` holds one element, and only this block writes it.
     unsafe { out.set(0, E::from_acc(total)) };
     Ok(())
 }
 
-/// The sum of all of `x` (not empty).
+/// The sum of `x[range]` (not empty): its runs of `RUN` elements, each
+/// summed by `run`, combined pairwise. `sum_dim_<t>` sums contiguous
+/// slices with it too, so both kernels give the same bits for one slice.
 ///
 /// # Safety
-/// Nobody writes `x` meanwhile.
-unsafe fn total<E: Arith>(x: Array<E>) -> E::Acc {
-    let n = x.len();
-    let runs: Vec<E::Acc> = (0..n)
-        .step_by(RUN)
-        // SAFETY: each run lies inside `x`, which nobody writes.
-        .map(|start| unsafe { run(x, start..n.min(start + RUN)) })
-        .collect();
-    pairwise(&runs)
+/// `range` inside `x`; nobody writes it meanwhile.
+pub(super) unsafe fn total<E: Arith>(x: Array<E>, range: Range<usize>) -> E::Acc {
+    let (start, end) = (range.start, range.end);
+    let mut run_at = |k: usize| {
+        let first = start + k * RUN;
+        // SAFETY: each run lies inside `range`.
+        unsafe { run(x, first..end.min(first + RUN)) }
+    };
+    tree(range.len().div_ceil(RUN), &mut run_at, &|a: E::Acc, b| a.add(b))
 }
 
 /// The sum of one run, in `LANES` interleaved partial sums.
@@ -104,10 +106,25 @@ unsafe fn run<E: Arith>(x: Array<E>, range: Range<usize>) -> E::Acc {
 fn pairwise<A: Acc>(values: &[A]) -> A {
     match values.len() {
         0 => A::IDENTITY,
-        1 => values[0],
-        len => {
-            let (left, right) = values.split_at(len / 2);
-            pairwise(left).add(pairwise(right))
-        }
+        len => tree(len, &mut |k| values[k], &|a: A, b| a.add(b)),
+    }
+}
+
+/// `item(0) + ... + item(count - 1)` (`count` at least 1) as a balanced
+/// binary tree: the left half holds `count / 2` items. The summation order
+/// of `sum_<t>`, which `sum_dim_<t>` follows for many columns at once.
+pub(super) fn tree<V>(count: usize, item: &mut impl FnMut(usize) -> V, add: &impl Fn(V, V) -> V) -> V {
+    debug_assert!(count > 0);
+    subtree(0, count, item, add)
+}
+
+/// `tree` over the items `lo..hi`.
+fn subtree<V>(lo: usize, hi: usize, item: &mut impl FnMut(usize) -> V, add: &impl Fn(V, V) -> V) -> V {
+    if hi - lo == 1 {
+        item(lo)
+    } else {
+        let mid = lo + (hi - lo) / 2;
+        let left = subtree(lo, mid, item, add);
+        add(left, subtree(mid, hi, item, add))
     }
 }

@@ -92,3 +92,20 @@ pub(crate) fn i4_from_nibble(nibble: u8) -> i8 {
 pub(crate) fn wrap_i4(x: i64) -> i8 {
     i4_from_nibble(x as u8 & 0xF)
 }
+
+/// `x` truncated toward zero and saturated to `[min, max]`; NaN gives 0:
+/// C's `static_cast` where it is defined, and a defined answer where C
+/// leaves it undefined (out of range, NaN).
+#[inline]
+pub(crate) fn f64_to_int_trunc(x: f64, min: i64, max: i64) -> i64 {
+    // Rust's `as` truncates toward zero, saturates at i64's range and maps
+    // NaN to 0.
+    (x as i64).clamp(min, max)
+}
+
+/// `f64_to_int_trunc` for ranges inside `i32`, through the 32-bit
+/// conversion, which vectorises.
+#[inline]
+pub(crate) fn f64_to_small_int_trunc(x: f64, min: i32, max: i32) -> i32 {
+    (x as i32).clamp(min, max)
+}

@@ -6,7 +6,9 @@
 //! `fast` has branch-free `f32` conversions for them, for the kernels' loops;
 //! `int` holds the integer rules (round to nearest even, saturate, wrap);
 //! `elem` gives each type a Rust value type and the conversions between any
-//! two of them, which the cast kernels use.
+//! two of them, which the cast kernels use; `trunc` has the C-style
+//! conversions (truncation toward zero, E4M3 overflow to NaN) of the
+//! truncating casts.
 
 mod elem;
 mod fast;
@@ -17,8 +19,12 @@ mod minifloat;
 mod tests_elem;
 #[cfg(test)]
 mod tests_float;
+#[cfg(test)]
+pub(crate) mod tests_trunc;
+mod trunc;
 
 pub(crate) use elem::{convert, Bool, Elem, F4E2M1, F8E4M3, F8E5M2, I4};
+pub(crate) use trunc::{convert_trunc, trunc_differs};
 
 /// One of the fourteen element types, numbered as `xdal_dtype_t` (a test
 /// checks the numbering).

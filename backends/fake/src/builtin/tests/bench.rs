@@ -129,3 +129,56 @@ fn run_one(name: &str, args: &[Vec<u8>]) {
     // SAFETY: a valid context and the kernel's arguments.
     assert_eq!(unsafe { (find(name).unwrap().kernel)(&context((1, 1, 1), 0), pointers.as_ptr()) }, 0);
 }
+
+#[test]
+#[ignore]
+fn bench_1_1_kernels() {
+    let n = 16 << 20; // 64 MiB of f32
+    let gb = (n * 4) as f64 / 1e9;
+    let (mut a, mut b, mut c) = (Buf::filled(n * 4, 1), Buf::filled(n * 4, 2), Buf::zeroed(n * 4));
+    let dims = |v: &[i64]| super::strided::dims_arg(v);
+    let scale = 2f32.to_ne_bytes().to_vec();
+    let axpby = [a.arg(), b.arg(), c.arg(), u64_arg(n as u64), scale.clone(), scale.clone()];
+    println!("axpby_f32, 2 blocks: {:.1} GB/s", 3.0 * gb / best_of(|| run_blocks("axpby_f32", 2, &axpby)));
+    let add = [a.arg(), b.arg(), c.arg(), u64_arg(n as u64)];
+    println!("add_f32, 2 blocks: {:.1} GB/s", 3.0 * gb / best_of(|| run_blocks("add_f32", 2, &add)));
+    // Contiguous (the dense path), then a 4096 x 4096 transpose, then a
+    // broadcast of one row.
+    let side = 4096i64;
+    let (pa, pc) = (a.arg(), c.arg());
+    let copy = |src: &[i64], dst: &[i64]| {
+        [pa.clone(), pc.clone(), u64_arg(2), dims(&[side, side]), dims(src), dims(dst)].to_vec()
+    };
+    let dense = copy(&[side, 1], &[side, 1]);
+    println!(
+        "copy_strided_f32 dense, 2 blocks: {:.1} GB/s",
+        2.0 * gb / best_of(|| run_blocks("copy_strided_f32", 2, &dense))
+    );
+    let cast = [a.arg(), c.arg(), u64_arg(n as u64)];
+    println!("cast_f32_f32, 2 blocks: {:.1} GB/s", 2.0 * gb / best_of(|| run_blocks("cast_f32_f32", 2, &cast)));
+    let transposed = copy(&[1, side], &[side, 1]);
+    println!(
+        "copy_strided_f32 transpose, 2 blocks: {:.1} GB/s",
+        2.0 * gb / best_of(|| run_blocks("copy_strided_f32", 2, &transposed))
+    );
+    let broadcast = copy(&[0, 1], &[side, 1]);
+    println!(
+        "copy_strided_f32 row broadcast, 2 blocks: {:.1} GB/s",
+        gb / best_of(|| run_blocks("copy_strided_f32", 2, &broadcast))
+    );
+    let gapped = [a.arg(), c.arg(), u64_arg(2), dims(&[side, side / 2]), dims(&[side, 2]), dims(&[side / 2, 1])];
+    println!(
+        "cast_strided_f32_bf16 every other column, 2 blocks: {:.1} Gelem/s",
+        (n / 2) as f64 / 1e9 / best_of(|| run_blocks("cast_strided_f32_bf16", 2, &gapped))
+    );
+    for (outer, reduce, inner) in [(1u64, 4096u64, 4096u64), (4096, 4096, 1), (4096, 64, 64)] {
+        let args = [a.arg(), c.arg(), u64_arg(outer), u64_arg(reduce), u64_arg(inner)];
+        println!(
+            "sum_dim_f32 [{outer}, {reduce}, {inner}], 2 blocks: {:.1} GB/s",
+            gb / best_of(|| run_blocks("sum_dim_f32", 2, &args))
+        );
+    }
+    let sum = [a.arg(), c.arg(), u64_arg(n as u64)];
+    println!("sum_f32 (one block), 1 block: {:.1} GB/s", gb / best_of(|| run_blocks("sum_f32", 1, &sum)));
+    std::hint::black_box(&mut b);
+}

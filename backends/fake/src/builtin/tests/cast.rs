@@ -5,7 +5,7 @@ use crate::dtype::{for_each_elem, Class, Elem};
 /// What a cast must give, by the slow exact route: bits kept for the same
 /// type; 0/1 through bool; from `i64` for integer sources; from the exact
 /// `f64` value, rounded once, for float sources.
-fn reference<S: Elem, D: Elem>(s: S) -> D {
+pub(super) fn reference<S: Elem, D: Elem>(s: S) -> D {
     if S::DTYPE == D::DTYPE {
         D::from_bits(s.to_bits())
     } else if S::DTYPE.class() == Class::Bool || D::DTYPE.class() == Class::Bool {

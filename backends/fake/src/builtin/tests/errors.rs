@@ -11,17 +11,26 @@ const NULL: i32 = xdal_status::XDAL_ERROR_NULL_POINTER as i32;
 #[test]
 fn registry_lists_every_kernel() {
     let names: HashSet<&str> = all().map(|b| b.name.as_str()).collect();
-    assert_eq!(all().count(), 14 * 5 + 14 * 14);
+    // 1.0: five per type and the casts; 1.1: four more per type and three
+    // more per pair.
+    assert_eq!(all().count(), 14 * 5 + 14 * 14 + 14 * 4 + 3 * 14 * 14);
     assert_eq!(names.len(), all().count(), "names are unique");
     for s in DType::ALL {
         let t = s.name();
-        for op in ["fill", "add", "mul", "sum", "matmul"] {
+        for op in ["fill", "add", "mul", "sum", "matmul", "copy_strided", "fill_strided", "axpby", "sum_dim"] {
             assert!(names.contains(format!("{op}_{t}").as_str()), "{op}_{t}");
         }
         for d in DType::ALL {
-            assert!(find(&format!("cast_{t}_{}", d.name())).is_some());
+            for op in ["cast", "cast_trunc", "cast_strided", "cast_strided_trunc"] {
+                assert!(find(&format!("{op}_{t}_{}", d.name())).is_some(), "{op}_{t}_{}", d.name());
+            }
         }
     }
+    // The 1.0 kernels keep their place at the front of the list.
+    let first: Vec<&str> = all().take(6).map(|b| b.name.as_str()).collect();
+    assert_eq!(first, ["fill_f64", "add_f64", "mul_f64", "sum_f64", "matmul_f64", "fill_f32"]);
+    assert_eq!(all().nth(14 * 5).unwrap().name, "cast_f64_f64");
+    assert_eq!(all().nth(14 * 5 + 14 * 14).unwrap().name, "copy_strided_f64");
     assert_eq!(find("fill_f32").unwrap().arg_sizes, [8, 8, 4]);
     assert_eq!(find("fill_bf16").unwrap().arg_sizes, [8, 8, 2]);
     assert_eq!(find("fill_i4").unwrap().arg_sizes, [8, 8, 1]);
@@ -30,7 +39,17 @@ fn registry_lists_every_kernel() {
     assert_eq!(find("sum_bool").unwrap().arg_sizes, [8, 8, 8]);
     assert_eq!(find("matmul_f8e5m2").unwrap().arg_sizes, [8; 6]);
     assert_eq!(find("cast_f4e2m1_i64").unwrap().arg_sizes, [8, 8, 8]);
+    assert_eq!(find("copy_strided_f32").unwrap().arg_sizes, [8, 8, 8, 128, 128, 128]);
+    assert_eq!(find("cast_strided_i4_bf16").unwrap().arg_sizes, [8, 8, 8, 128, 128, 128]);
+    assert_eq!(find("cast_strided_trunc_f32_i8").unwrap().arg_sizes, [8, 8, 8, 128, 128, 128]);
+    assert_eq!(find("cast_trunc_f16_u8").unwrap().arg_sizes, [8, 8, 8]);
+    assert_eq!(find("fill_strided_f16").unwrap().arg_sizes, [8, 8, 128, 128, 2]);
+    assert_eq!(find("fill_strided_f4e2m1").unwrap().arg_sizes, [8, 8, 128, 128, 1]);
+    assert_eq!(find("axpby_f64").unwrap().arg_sizes, [8, 8, 8, 8, 8, 8]);
+    assert_eq!(find("axpby_i4").unwrap().arg_sizes, [8, 8, 8, 8, 1, 1]);
+    assert_eq!(find("sum_dim_bf16").unwrap().arg_sizes, [8, 8, 8, 8, 8]);
     assert!(find("fill_f128").is_none() && find("").is_none());
+    assert!(find("copy_strided_f32_f32").is_none() && find("cast_trunc_strided_f32_i32").is_none());
     assert_eq!(dtype_mask(), 0x3FFF);
 }
 

@@ -2,12 +2,16 @@
 //! signature with hand-built contexts on several grid shapes (blocks run on
 //! three threads), on `Vec`-backed buffers, against references computed
 //! here independently (through `f64` or `i64` and the `dtype` codecs).
+mod axpby;
 mod bench;
 mod cast;
 mod elementwise;
 mod errors;
 mod matmul;
+mod strided;
 mod sum;
+mod sum_dim;
+mod trunc;
 
 use super::find;
 use crate::dtype::{Class, Elem};
