@@ -51,9 +51,12 @@ pub extern "C" fn xdal_module_load_data(
     })
 }
 
-/// Writes the module of the backend's built-in kernels (`fill_<t>`,
-/// `cast_<s>_<d>`, `add_<t>`, `mul_<t>`, `sum_<t>`, `matmul_<t>`). Each call
-/// gives a new handle; unload it when done.
+/// Writes the module of the backend's built-in kernels: since 1.0
+/// `fill_<t>`, `cast_<s>_<d>`, `add_<t>`, `mul_<t>`, `sum_<t>`,
+/// `matmul_<t>`; since 1.1 `cast_trunc_<s>_<d>`, `copy_strided_<t>`,
+/// `cast_strided_<s>_<d>`, `cast_strided_trunc_<s>_<d>`, `fill_strided_<t>`,
+/// `axpby_<t>`, `sum_dim_<t>` (docs/kernels.md gives their arguments). Each
+/// call gives a new handle; unload it when done.
 #[no_mangle]
 pub extern "C" fn xdal_module_get_builtin(module: *mut xdal_module_t) -> xdal_status_t {
     boundary("xdal_module_get_builtin", || {
