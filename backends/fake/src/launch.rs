@@ -14,15 +14,18 @@ use xdal_abi::{xdal_dim3_t, xdal_kernel_arg_t, xdal_kernel_context_t, xdal_statu
 
 /// Each argument gets a slot aligned for any scalar type.
 const SLOT_ALIGN: usize = 16;
-/// Launches with at most this many arguments, in at most 16 bytes each on
-/// average, keep them inside the launch: no allocation per launch.
+/// Launches with at most this many arguments, in at most `INLINE_WORDS`
+/// slots of 16 bytes, keep them inside the launch: no allocation per launch
+/// (launch objects are recycled, so the storage costs no more than it
+/// takes). 512 bytes hold the 408 of the strided built-ins.
 const INLINE_ARGS: usize = 16;
+const INLINE_WORDS: usize = 32;
 
 // Inline on purpose: the launch lives in one Arc allocation, and small
 // argument lists (nearly all) must not cost a second one.
 #[allow(clippy::large_enum_variant)]
 enum Bytes {
-    Inline([u128; INLINE_ARGS]),
+    Inline([u128; INLINE_WORDS]),
     Heap(Vec<u128>),
 }
 
@@ -36,7 +39,7 @@ pub(crate) struct Args {
 
 impl Args {
     fn empty() -> Args {
-        Args { bytes: Bytes::Inline([0; INLINE_ARGS]), offsets: [0; INLINE_ARGS], heap_offsets: Vec::new(), count: 0 }
+        Args { bytes: Bytes::Inline([0; INLINE_WORDS]), offsets: [0; INLINE_ARGS], heap_offsets: Vec::new(), count: 0 }
     }
 
     /// Copies the arguments into this storage (reused from launch to
@@ -53,9 +56,9 @@ impl Args {
         let total: usize = args.iter().map(|a| a.size.next_multiple_of(SLOT_ALIGN)).sum();
         let words = total / SLOT_ALIGN;
         match &mut self.bytes {
-            Bytes::Heap(_) if words <= INLINE_ARGS => self.bytes = Bytes::Inline([0; INLINE_ARGS]),
+            Bytes::Heap(_) if words <= INLINE_WORDS => self.bytes = Bytes::Inline([0; INLINE_WORDS]),
             Bytes::Heap(storage) => storage.resize(words, 0),
-            Bytes::Inline(_) if words > INLINE_ARGS => self.bytes = Bytes::Heap(vec![0u128; words]),
+            Bytes::Inline(_) if words > INLINE_WORDS => self.bytes = Bytes::Heap(vec![0u128; words]),
             Bytes::Inline(_) => {}
         }
         let base = match &mut self.bytes {
@@ -314,7 +317,8 @@ mod tests {
         let one = xdal_dim3_t { x: 1, y: 1, z: 1 };
         // Alternate inline (2 args) and heap-stored (20 args) argument lists,
         // so that storage is reused in both directions.
-        for (round, count) in [2usize, 20, 2, 20, 3].into_iter().enumerate() {
+        // 40 arguments (640 bytes of slots) spill the bytes to the heap too.
+        for (round, count) in [2usize, 20, 2, 40, 20, 3].into_iter().enumerate() {
             let values: Vec<u64> = (0..count as u64).map(|i| 1000 * round as u64 + i).collect();
             let args: Vec<xdal_kernel_arg_t> =
                 values.iter().map(|v| xdal_kernel_arg_t { value: (v as *const u64).cast(), size: 8 }).collect();
