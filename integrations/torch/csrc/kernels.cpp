@@ -8,6 +8,7 @@
 #include <c10/util/TypeCast.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -163,6 +164,8 @@ xdal_status_t fill_kernel_fn(const xdal_kernel_context_t* ctx, void* const* args
   return XDAL_SUCCESS;
 }
 
+std::atomic<int64_t> host_launches{0};
+
 xdal_function_t wrap(xdal_host_kernel_t fn) {
   xdal_function_t f = nullptr;
   TX_CHECK(xdal_function_from_host(&f, fn));
@@ -170,6 +173,8 @@ xdal_function_t wrap(xdal_host_kernel_t fn) {
 }
 
 }  // namespace
+
+int64_t host_kernel_launches() { return host_launches.load(std::memory_order_relaxed); }
 
 bool host_convert_supported(ScalarType type) {
   switch (type) {
@@ -233,6 +238,7 @@ void launch(xdal_function_t fn, const c10::Stream& stream, int64_t n, bool built
     block.x = 256;
   } else {
     grid.x = uint32_t(std::clamp<int64_t>((n + 32767) / 32768, 1, 64));
+    host_launches.fetch_add(1, std::memory_order_relaxed);
   }
   TX_CHECK(xdal_launch_kernel(fn, grid, block, 0, native_stream(stream), args, num_args));
 }

@@ -25,6 +25,7 @@
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/set_native.h>
+#include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
@@ -94,29 +95,41 @@ void memcpy_on(void* dst, const void* src, size_t n, xdal_memcpy_kind_t kind, co
   TX_CHECK(xdal_memcpy_async(dst, src, n, kind, native_stream(s)));
 }
 
-// Conversions the built-in cast kernels do exactly as PyTorch's CPU copy.
-// Left to the host kernel: float to integer (xdal rounds to nearest, PyTorch
-// truncates), conversions PyTorch rounds twice (f64 or wide integers to
-// f16/bf16), and the 8-bit floats (xdal's E4M3 saturates, PyTorch's gives NaN).
+// Whether xdal's cast_strided_trunc_<s>_<d> (1.1) converts exactly as the
+// CPU does: both types are xdal types, and the pair is none of those where
+// PyTorch differs: it rounds f64, i64 and i32 to the narrow floats twice
+// (through f32), and converts floats to uint8 through int64 (wrapping
+// negative values, as NumPy does) where xdal saturates.
 bool builtin_cast_ok(at::ScalarType s, at::ScalarType d) {
   using ST = at::ScalarType;
-  auto plain = [](ST t) {
-    switch (t) {
-      case ST::Double: case ST::Float: case ST::Half: case ST::BFloat16: case ST::Long: case ST::Int:
-      case ST::Short: case ST::Char: case ST::Byte: case ST::Bool:
-        return true;
-      default:
-        return false;
-    }
-  };
-  if (!plain(s) || !plain(d) || s == d) return false;
-  const bool s_float = at::isFloatingType(s);
-  const bool d_int = at::isIntegralType(d, /*includeBool=*/false);
-  if (s_float && d_int) return false;
-  const bool d_half = d == ST::Half || d == ST::BFloat16;
-  if (d_half && (s == ST::Double || s == ST::Long || s == ST::Int)) return false;
+  if (!xdal_type_name(s) || !xdal_type_name(d)) return false;
+  const bool narrow_d = d == ST::Half || d == ST::BFloat16 || d == ST::Float8_e4m3fn || d == ST::Float8_e5m2;
+  if (narrow_d && (s == ST::Double || s == ST::Long || s == ST::Int)) return false;
+  if (at::isFloatingType(s) && d == ST::Byte) return false;
   return true;
 }
+
+// The layout arguments of xdal's strided built-ins (1.1), passed by value:
+// ndim, then sizes and strides (in elements) as arrays of kMaxDims.
+struct BuiltinLayout {
+  uint64_t ndim = 0;
+  uint64_t sizes[kMaxDims] = {};
+  int64_t src_strides[kMaxDims] = {};
+  int64_t dst_strides[kMaxDims] = {};
+};
+
+BuiltinLayout builtin_layout(const StridedMeta& m) {
+  BuiltinLayout l;
+  l.ndim = uint64_t(m.ndim);
+  for (int i = 0; i < m.ndim; ++i) {
+    l.sizes[i] = uint64_t(m.sizes[i]);
+    l.src_strides[i] = m.src_strides[i];
+    l.dst_strides[i] = m.dst_strides[i];
+  }
+  return l;
+}
+
+bool ranges_overlap(const Tensor& a, const Tensor& b);
 
 // Copies src (already expanded to dst's shape) into dst, both on the same
 // xdal device, converting the element type; ignores conj/neg bits.
@@ -166,18 +179,25 @@ void copy_same_device(const Tensor& src, const Tensor& dst, const c10::Stream& s
     memcpy_on(ptr_of(dst), ptr_of(src), size_t(n) * dst.element_size(), XDAL_MEMCPY_DEVICE_TO_DEVICE, s);
     return;
   }
-  if (st != dt && builtin_cast_ok(st, dt) && dense_same_layout(src, dst)) {
-    const std::string name = std::string("cast_") + xdal_type_name(st) + "_" + xdal_type_name(dt);
+  StridedMeta m{};
+  const bool layout_ok = fill_meta(dst.sizes(), src.strides(), dst.strides(), m);
+  // xdal's strided built-ins (1.1), which every backend can run; they
+  // refuse a source overlapping its destination, which the host kernel
+  // copies through memmove.
+  const bool builtin_ok = st == dt ? xdal_type_name(st) != nullptr : builtin_cast_ok(st, dt);
+  if (layout_ok && builtin_ok && !ranges_overlap(src, dst)) {
+    const std::string name = st == dt ? std::string("copy_strided_") + xdal_type_name(st)
+                                      : std::string("cast_strided_trunc_") + xdal_type_name(st) + "_" + xdal_type_name(dt);
+    BuiltinLayout l = builtin_layout(m);
     void* a = ptr_of(src);
     void* b = ptr_of(dst);
-    uint64_t count = uint64_t(n);
-    xdal_kernel_arg_t args[] = {{&a, 8}, {&b, 8}, {&count, 8}};
-    launch(builtin(name.c_str()), s, n, true, args, 3);
+    xdal_kernel_arg_t args[] = {{&a, 8},       {&b, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.src_strides, sizeof l.src_strides},
+                                {l.dst_strides, sizeof l.dst_strides}};
+    launch(builtin(name.c_str()), s, n, true, args, 6);
     return;
   }
-  StridedMeta m{};
   const bool convertible = st == dt || (host_convert_supported(st) && host_convert_supported(dt));
-  if (convertible && fill_meta(dst.sizes(), src.strides(), dst.strides(), m)) {
+  if (convertible && layout_ok) {
     m.src_type = int32_t(st);
     m.dst_type = int32_t(dt);
     m.itemsize = int32_t(dst.element_size());
@@ -444,16 +464,29 @@ decltype(auto) fallback_call(Args&&... args) {
 
 bool has_bits(const Tensor& t) { return t.is_conj() || t.is_neg(); }
 
+// The bytes of `value` as an element of `type`, converted as the CPU does.
+struct ScalarBytes {
+  unsigned char bytes[16] = {0};
+  size_t size = 0;
+};
+
+ScalarBytes scalar_bytes(const at::Scalar& value, at::ScalarType type) {
+  ScalarBytes r;
+  Tensor v = at::scalar_tensor(value, at::TensorOptions().dtype(type));
+  r.size = v.element_size();
+  std::memcpy(r.bytes, v.const_data_ptr(), r.size);
+  return r;
+}
+
 Tensor& fill_with(Tensor& self, const at::Scalar& value) {
   const int64_t n = self.numel();
   if (n == 0) return self;
   c10::DeviceGuard g(self.device());
   const c10::Stream s = current_stream(self.device().index());
   // The element's bytes, converted exactly as the CPU's fill_ converts.
-  Tensor v = at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type()));
-  const size_t item = self.element_size();
-  unsigned char bytes[16] = {0};
-  std::memcpy(bytes, v.const_data_ptr(), item);
+  const ScalarBytes scalar = scalar_bytes(value, self.scalar_type());
+  const unsigned char* bytes = scalar.bytes;
+  const size_t item = scalar.size;
   const char* tname = xdal_type_name(self.scalar_type());
   if (tname && self.is_non_overlapping_and_dense()) {
     const std::string name = std::string("fill_") + tname;
@@ -463,9 +496,20 @@ Tensor& fill_with(Tensor& self, const at::Scalar& value) {
     launch(builtin(name.c_str()), s, n, true, args, 3);
     return self;
   }
-  FillMeta m{};
   StridedMeta sm{};
-  if (fill_meta(self.sizes(), self.strides(), self.strides(), sm)) {
+  const bool layout_ok = fill_meta(self.sizes(), self.strides(), self.strides(), sm);
+  if (tname && layout_ok) {
+    // fill_strided_<t> (xdal 1.1).
+    const std::string name = std::string("fill_strided_") + tname;
+    BuiltinLayout l = builtin_layout(sm);
+    void* dst = ptr_of(self);
+    xdal_kernel_arg_t args[] = {{&dst, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.dst_strides, sizeof l.dst_strides},
+                                {bytes, item}};
+    launch(builtin(name.c_str()), s, n, true, args, 5);
+    return self;
+  }
+  FillMeta m{};
+  if (layout_ok) {
     m.ndim = sm.ndim;
     for (int i = 0; i < sm.ndim; ++i) {
       m.sizes[i] = sm.sizes[i];
@@ -541,9 +585,11 @@ Tensor operand(const Tensor& x, at::ScalarType type, at::IntArrayRef shape, at::
   return t;
 }
 
-// out = a (op) b with xdal's add_<t>/mul_<t>; false when the case is left
-// to the fallback (type promotion into another out type, alpha != 1, ...).
-bool binary_native(const char* op, const Tensor& self, const Tensor& other, const Tensor& out) {
+// out = a (op) b with xdal's add_<t>/mul_<t>, or, given `scale`, out = a +
+// scale * b with axpby_<t> (1.1: add and sub with alpha); false when the
+// case is left to the fallback (type promotion into another out type, ...).
+bool binary_native(const char* op, const Tensor& self, const Tensor& other, const Tensor& out,
+                   const at::Scalar* scale = nullptr) {
   if (!is_xdal(out) || has_bits(out)) return false;
   const at::ScalarType type = at::result_type(self, other);
   if (!native_arith_type(type) || out.scalar_type() != type) return false;
@@ -559,17 +605,23 @@ bool binary_native(const char* op, const Tensor& self, const Tensor& other, cons
   const bool direct = out.is_contiguous() && (out.is_same(a) || !ranges_overlap(out, a)) &&
                       (out.is_same(b) || !ranges_overlap(out, b));
   Tensor o = direct ? out : at::empty(shape, out.options().memory_format(at::MemoryFormat::Contiguous));
-  const std::string name = std::string(op) + "_" + xdal_type_name(type);
+  const std::string name = std::string(scale ? "axpby" : op) + "_" + xdal_type_name(type);
   void* pa = ptr_of(a);
   void* pb = ptr_of(b);
   void* po = ptr_of(o);
   if (po != pa && ranges_overlap(o, a)) return false;
   uint64_t count = uint64_t(n);
-  xdal_kernel_arg_t args[] = {{&pa, 8}, {&pb, 8}, {&po, 8}, {&count, 8}};
+  const ScalarBytes one = scalar_bytes(1, type);
+  const ScalarBytes beta = scale ? scalar_bytes(*scale, type) : one;
+  xdal_kernel_arg_t args[] = {{&pa, 8}, {&pb, 8}, {&po, 8}, {&count, 8}, {one.bytes, one.size}, {beta.bytes, beta.size}};
   const c10::Stream s = current_stream(out.device().index());
-  launch(builtin(name.c_str()), s, n, true, args, 4);
+  launch(builtin(name.c_str()), s, n, true, args, scale ? 6 : 4);
   if (!direct) copy_same_device(o, out, s);
   return true;
+}
+
+bool same_shape_in_place(const Tensor& self, const Tensor& other) {
+  return at::infer_size(self.sizes(), other.sizes()) == self.sizes().vec();
 }
 
 bool alpha_is_one(const at::Scalar& alpha) {
@@ -584,24 +636,49 @@ Tensor new_result(const Tensor& self, const Tensor& other) {
   return at::empty({0}, at::TensorOptions().dtype(at::result_type(self, other)).device(device));
 }
 
+// a + alpha * b: add_<t> when alpha is 1, else axpby_<t>.
+bool add_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out) {
+  return alpha_is_one(alpha) ? binary_native("add", self, other, out) : binary_native("add", self, other, out, &alpha);
+}
+
+// a - alpha * b as a + (-alpha) * b (exact: negation); PyTorch refuses
+// sub on bool, so bool is left to the fallback, which raises its error.
+bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out) {
+  if (at::result_type(self, other) == at::kBool) return false;
+  const at::Scalar minus = -alpha;
+  return binary_native("sub", self, other, out, &minus);
+}
+
 Tensor xdal_add(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
-  if (alpha_is_one(alpha)) {
-    Tensor out = new_result(self, other);
-    if (binary_native("add", self, other, out)) return out;
-  }
+  Tensor out = new_result(self, other);
+  if (add_native(self, other, alpha, out)) return out;
   return fallback_call<at::_ops::add_Tensor>(self, other, alpha);
 }
 
 Tensor& xdal_add_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
-  if (alpha_is_one(alpha) && at::infer_size(self.sizes(), other.sizes()) == self.sizes().vec() &&
-      binary_native("add", self, other, self))
-    return self;
+  if (same_shape_in_place(self, other) && add_native(self, other, alpha, self)) return self;
   return fallback_call<at::_ops::add__Tensor>(self, other, alpha);
 }
 
 Tensor& xdal_add_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
-  if (alpha_is_one(alpha) && binary_native("add", self, other, out)) return out;
+  if (add_native(self, other, alpha, out)) return out;
   return fallback_call<at::_ops::add_out>(self, other, alpha, out);
+}
+
+Tensor xdal_sub(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
+  Tensor out = new_result(self, other);
+  if (sub_native(self, other, alpha, out)) return out;
+  return fallback_call<at::_ops::sub_Tensor>(self, other, alpha);
+}
+
+Tensor& xdal_sub_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
+  if (same_shape_in_place(self, other) && sub_native(self, other, alpha, self)) return self;
+  return fallback_call<at::_ops::sub__Tensor>(self, other, alpha);
+}
+
+Tensor& xdal_sub_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
+  if (sub_native(self, other, alpha, out)) return out;
+  return fallback_call<at::_ops::sub_out>(self, other, alpha, out);
 }
 
 Tensor xdal_mul(const Tensor& self, const Tensor& other) {
@@ -611,8 +688,7 @@ Tensor xdal_mul(const Tensor& self, const Tensor& other) {
 }
 
 Tensor& xdal_mul_(Tensor& self, const Tensor& other) {
-  if (at::infer_size(self.sizes(), other.sizes()) == self.sizes().vec() && binary_native("mul", self, other, self))
-    return self;
+  if (same_shape_in_place(self, other) && binary_native("mul", self, other, self)) return self;
   return fallback_call<at::_ops::mul__Tensor>(self, other);
 }
 
@@ -623,15 +699,20 @@ Tensor& xdal_mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
 
 // ---------------------------------------------------------------- sum
 
-// Full reductions on sum_<t>; partial ones go to the fallback.
+// Full reductions on sum_<t>, reductions over one dimension on sum_dim_<t>
+// (1.1); others go to the fallback.
 Tensor sum_native(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                   std::optional<at::ScalarType> dtype) {
   if (has_bits(self)) return Tensor();
+  int64_t only = -1;  // the one dimension reduced, if not all are
   if (dim.has_value() && !dim->empty()) {
     std::vector<bool> seen(size_t(std::max<int64_t>(self.dim(), 1)), false);
     for (int64_t d : *dim) seen[size_t(c10::maybe_wrap_dim(d, self.dim()))] = true;
-    for (bool b : seen)
-      if (!b) return Tensor();
+    const int64_t reduced = std::count(seen.begin(), seen.end(), true);
+    if (reduced != int64_t(seen.size())) {
+      if (reduced != 1) return Tensor();
+      only = std::find(seen.begin(), seen.end(), true) - seen.begin();
+    }
   }
   const at::ScalarType type =
       dtype ? *dtype : (at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
@@ -640,6 +721,28 @@ Tensor sum_native(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   const c10::Stream s = current_stream(self.device().index());
   Tensor x = self.scalar_type() == type ? self : self.to(type);
   if (!x.is_contiguous()) x = x.contiguous();
+  if (only >= 0) {
+    // x is a dense [outer, reduce, inner] array.
+    const int64_t outer = c10::multiply_integers(x.sizes().slice(0, size_t(only)));
+    const int64_t reduce = x.size(only);
+    const int64_t inner = c10::multiply_integers(x.sizes().slice(size_t(only) + 1));
+    std::vector<int64_t> shape = x.sizes().vec();
+    if (keepdim) {
+      shape[size_t(only)] = 1;
+    } else {
+      shape.erase(shape.begin() + only);
+    }
+    Tensor out = at::empty(shape, self.options().dtype(type));
+    if (out.numel() == 0) return out;
+    if (reduce == 0) return fill_with(out, 0);
+    const std::string name = std::string("sum_dim_") + xdal_type_name(type);
+    void* px = ptr_of(x);
+    void* po = ptr_of(out);
+    uint64_t extents[3] = {uint64_t(outer), uint64_t(reduce), uint64_t(inner)};
+    xdal_kernel_arg_t args[] = {{&px, 8}, {&po, 8}, {&extents[0], 8}, {&extents[1], 8}, {&extents[2], 8}};
+    launch(builtin(name.c_str()), s, out.numel(), true, args, 5);
+    return out;
+  }
   Tensor out = at::empty({}, self.options().dtype(type));
   if (x.numel() == 0) {
     fill_with(out, 0);
@@ -797,6 +900,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("add.Tensor", xdal_add);
   m.impl("add_.Tensor", xdal_add_);
   m.impl("add.out", xdal_add_out);
+  m.impl("sub.Tensor", xdal_sub);
+  m.impl("sub_.Tensor", xdal_sub_);
+  m.impl("sub.out", xdal_sub_out);
   m.impl("mul.Tensor", xdal_mul);
   m.impl("mul_.Tensor", xdal_mul_);
   m.impl("mul.out", xdal_mul_out);

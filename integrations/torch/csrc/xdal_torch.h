@@ -138,6 +138,11 @@ xdal_function_t builtin(const char* name);
 // xdal's lower-case type name for a ScalarType, or nullptr if none.
 const char* xdal_type_name(c10::ScalarType type);
 
+// Launches of host kernels (xdal_function_from_host) so far: what a backend
+// that runs no host code could not run (a GPU backend returns
+// XDAL_ERROR_NOT_SUPPORTED there). For tests.
+int64_t host_kernel_launches();
+
 // Launches `fn` on `stream` over a grid sized for `n` elements. Host
 // kernels written here process one contiguous chunk per block (block of 1);
 // built-in kernels are grid-stride loops over blocks of 256.

@@ -21,6 +21,16 @@ def no_fallback(*allowed):
     assert not used, f"went through the CPU fallback: {used}"
 
 
+@contextlib.contextmanager
+def builtins_only():
+    """Asserts the body launched no host kernel: only xdal built-ins, which
+    every backend runs (a GPU backend cannot run host code)."""
+    before = torch.xdal.host_kernel_launches()
+    with no_fallback():
+        yield
+    assert torch.xdal.host_kernel_launches() == before, "a host kernel was launched"
+
+
 def check(got, ref):
     assert got.dtype == ref.dtype and got.shape == ref.shape, (got.dtype, ref.dtype, got.shape, ref.shape)
     got = got.cpu()
@@ -56,7 +66,16 @@ def test_binary_type_promotion_and_operators():
     check(a + b, a.cpu() + b.cpu())
     check(b * torch.tensor(2.0), b.cpu() * 2.0)  # 0-dim CPU tensor operand
     check(a + 1.5, a.cpu() + 1.5)
-    check(b.add(b, alpha=2), b.cpu().add(b.cpu(), alpha=2))  # alpha != 1: fallback
+    with builtins_only():  # axpby_<t>
+        check(b.add(b, alpha=2), b.cpu().add(b.cpu(), alpha=2))
+        check(a.add(a, alpha=-3), a.cpu().add(a.cpu(), alpha=-3))
+        check(b - a, b.cpu() - a.cpu())
+        check(torch.sub(a, a * 2, alpha=5), torch.sub(a.cpu(), a.cpu() * 2, alpha=5))
+        u = torch.arange(10, dtype=torch.uint8).xdal()
+        check(u - 7, u.cpu() - 7)  # wraps as the CPU does
+        y = b.clone()
+        y.sub_(b[0], alpha=0.5)
+        check(y, b.cpu() - 0.5 * b.cpu()[0])
     x = b.clone()
     x += b
     check(x, b.cpu() * 2)
@@ -73,7 +92,13 @@ def test_sum_native(dtype):
         check(torch.sum(d, dim=(0, 1), keepdim=True), torch.sum(x, dim=(0, 1), keepdim=True))
         if dtype.is_floating_point:
             check(d.sum(dtype=torch.float64), x.sum(dtype=torch.float64))
-    check(d.sum(0), x.sum(0))  # partial reduction: fallback
+    with no_fallback():  # sum_dim_<t>
+        check(d.sum(0), x.sum(0))
+        check(d.sum(1, keepdim=True), x.sum(1, keepdim=True))
+        check(d.t().sum(0), x.t().sum(0))
+        y = make((3, 4, 5), dtype, 6)
+        check(y.xdal().sum(-2), y.sum(-2))
+    check(y.xdal().sum((0, 2)), y.sum((0, 2)))  # two of three dimensions: fallback
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16,
@@ -99,6 +124,36 @@ def test_to_dtype_native():
             check(x.to(dt), x.cpu().to(dt))
             check(x.t().to(dt), x.cpu().t().to(dt))
         check(x.double().half(), x.cpu().double().half())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.int8, torch.bool], ids=str)
+def test_strided_copies_fills_and_casts_run_on_builtins(dtype):
+    x = make((6, 7, 5), dtype, 3)
+    d = x.xdal()
+    with builtins_only():
+        check(d.permute(2, 0, 1).contiguous(), x.permute(2, 0, 1).contiguous())
+        check(d[:, ::2, 1:].clone(), x[:, ::2, 1:].clone())
+        e = torch.empty_strided((5, 6, 7), (1, 35, 5), dtype=dtype, device="xdal")
+        e.copy_(d.permute(2, 0, 1))
+        check(e, x.permute(2, 0, 1))
+        z = torch.zeros(6, 7, 5, dtype=dtype, device="xdal")
+        z[:, 1::3].fill_(1)
+        ref = torch.zeros(6, 7, 5, dtype=dtype)
+        ref[:, 1::3].fill_(1)
+        check(z, ref)
+        for to in (torch.float64, torch.float32, torch.int32, torch.int16, torch.bool):
+            check(d.transpose(0, 2).to(to), x.transpose(0, 2).to(to))
+
+
+def test_casts_pytorch_makes_differently_keep_the_host_kernel():
+    # Floats to uint8 go through int64 in PyTorch (negative values wrap);
+    # f64 to f16 rounds twice; an overlapping copy needs memmove.
+    x = (torch.randn(64, dtype=torch.float32) * 100).xdal()
+    before = torch.xdal.host_kernel_launches()
+    check(x.to(torch.uint8), x.cpu().to(torch.uint8))
+    w = torch.randn(64, dtype=torch.float64).xdal() * 1e4
+    check(w.to(torch.float16), w.cpu().to(torch.float16))
+    assert torch.xdal.host_kernel_launches() > before
 
 
 def test_native_ops_do_not_fall_back():

@@ -242,3 +242,9 @@ def fallback_counts() -> dict:
 
 def reset_fallback_counts() -> None:
     _C.reset_fallback_counts()
+
+
+def host_kernel_launches() -> int:
+    """How many host kernels (xdal_function_from_host) the extension has
+    launched: the work a backend that runs no host code could not do."""
+    return _C.host_kernel_launches()
