@@ -154,6 +154,10 @@ pub(crate) struct Stream {
     waiters: Mutex<Vec<(u64, Arc<Stream>)>>,
     has_waiters: AtomicBool,
     sleepers: AtomicUsize,
+    /// The lowest point a sleeping host thread waits for (u64::MAX: none):
+    /// completions before it wake nobody, so a thread waiting for the end
+    /// of a long queue sleeps through it instead of waking per operation.
+    sleep_until: AtomicU64,
     sleep_lock: Mutex<()>,
     sleep_cv: Condvar,
     /// Sequence number of the first failed operation; u64::MAX when none.
@@ -184,6 +188,7 @@ impl Stream {
             waiters: Mutex::new(Vec::new()),
             has_waiters: AtomicBool::new(false),
             sleepers: AtomicUsize::new(0),
+            sleep_until: AtomicU64::new(u64::MAX),
             sleep_lock: Mutex::new(()),
             sleep_cv: Condvar::new(),
             error_seq: AtomicU64::new(u64::MAX),
@@ -309,7 +314,14 @@ impl Stream {
             // again (a wait it was blocked on was satisfied): then help run it.
             let mut guard = lock(&self.sleep_lock);
             self.sleepers.fetch_add(1, SeqCst);
-            while !self.passed(seq) && self.state.load(SeqCst) != QUEUED {
+            loop {
+                // Registered before the check (pairs with the completion's
+                // store then load): either the check sees the point passed,
+                // or the completion sees this thread waiting for it.
+                self.sleep_until.fetch_min(seq, SeqCst);
+                if self.passed(seq) || self.state.load(SeqCst) == QUEUED {
+                    break;
+                }
                 guard = self.sleep_cv.wait(guard).unwrap_or_else(|e| e.into_inner());
             }
             self.sleepers.fetch_sub(1, SeqCst);
@@ -504,13 +516,17 @@ impl Stream {
         if self.has_waiters.load(SeqCst) {
             self.wake_waiters(seq);
         }
-        self.notify_sleepers();
+        if seq >= self.sleep_until.load(SeqCst) {
+            self.notify_sleepers();
+        }
     }
 
     /// Wakes host threads waiting on this stream, if any.
     fn notify_sleepers(&self) {
         if self.sleepers.load(SeqCst) > 0 {
             let _guard = lock(&self.sleep_lock);
+            // Every sleeper wakes, and those still waiting register again.
+            self.sleep_until.store(u64::MAX, SeqCst);
             self.sleep_cv.notify_all();
         }
     }

@@ -241,3 +241,34 @@ fn many_streams_fed_round_robin_run_in_order_and_go_idle() {
     }
     assert_eq!(device.busy_streams.load(SeqCst), 0, "streams stayed counted busy after they went quiet");
 }
+
+#[test]
+fn sleepers_waiting_for_different_points_all_wake() {
+    // Host threads asleep on one stream for points far apart: each returns
+    // once its own point is passed (completions before the lowest point
+    // wake nobody; later ones must still reach the others).
+    let stream = new_stream(0);
+    let (open, wait) = gate();
+    stream.enqueue(task(wait));
+    let done = Arc::new(AtomicUsize::new(0));
+    let points: Vec<u64> = (0..2000).map(|_| stream.enqueue(task(|| {}))).collect();
+    let waiters: Vec<_> = [0usize, 10, 999, 1999]
+        .into_iter()
+        .map(|i| {
+            let (stream, done, point) = (stream.clone(), done.clone(), points[i]);
+            std::thread::spawn(move || {
+                stream.wait_for(point);
+                assert!(stream.passed(point));
+                done.fetch_add(1, SeqCst);
+            })
+        })
+        .collect();
+    // Let them all fall asleep behind the gate.
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(done.load(SeqCst), 0);
+    open.store(true, SeqCst);
+    for waiter in waiters {
+        waiter.join().unwrap();
+    }
+    assert_eq!(done.load(SeqCst), 4);
+}
