@@ -62,6 +62,25 @@ impl Event {
 
     pub fn record(&self, stream: &Arc<Stream>) {
         let timing = self.timing;
+        if !timing {
+            // Nothing to stamp: the queue needs only a place in order, and
+            // the marker, held by nobody else once the record it belonged to
+            // is replaced (waits hold theirs), can be reused.
+            let seq = stream.idle_point().unwrap_or_else(|| stream.enqueue(Op::Point));
+            let mut point = self.point.lock().unwrap_or_else(|e| e.into_inner());
+            match point.as_mut().and_then(Arc::get_mut) {
+                Some(marker) => {
+                    if !Arc::ptr_eq(&marker.stream, stream) {
+                        marker.stream = stream.clone();
+                    }
+                    marker.seq = seq;
+                }
+                None => {
+                    *point = Some(Arc::new(Marker { stream: stream.clone(), seq, timing, time_ns: AtomicU64::new(0) }))
+                }
+            }
+            return;
+        }
         if let Some(seq) = stream.idle_point() {
             // Nothing pending: the stream is at this point now.
             let time_ns = AtomicU64::new(if timing { now_ns() } else { 0 });

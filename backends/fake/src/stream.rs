@@ -104,6 +104,8 @@ pub(crate) enum Op {
     },
     /// Records the time at which the stream reaches an event's point.
     Mark(Arc<Marker>),
+    /// An untimed event's point: nothing to do but take its place in order.
+    Point,
     /// Holds the stream until another stream passes a point.
     Wait(Arc<Marker>),
     /// A kernel launch; its failure becomes the stream's sticky error.
@@ -450,6 +452,7 @@ impl Stream {
                 marker.stamp();
                 Step::Done(Ok(()))
             }
+            Op::Point => Step::Done(Ok(())),
             Op::Wait(marker) => {
                 if self.block_on(marker) {
                     Step::Blocked
