@@ -222,31 +222,41 @@ impl Registry {
         place
     }
 
-    /// The fast path of a copy's check, from this thread's cache only:
-    /// `Some(None)` for host memory, `Some(Some(device))` for `bytes` that
-    /// lie inside one live allocation of `device`; None when the cache has
-    /// no answer or the answer is a refusal (then `place` decides, and says
-    /// why). Nothing of `Place` is built: this runs twice per copy.
+    /// The fast path of a copy's check, from this thread's cache only: for
+    /// each of `addrs`, `None` for host memory, `Some(device)` for `bytes`
+    /// that lie inside one live allocation of `device`. None when the cache
+    /// has no answer for one of them, or the answer is a refusal (then
+    /// `place` decides, and says why). Nothing of `Place` is built, and
+    /// both sides of a copy take one look at the thread's cache.
     #[inline]
-    pub fn cached_side(&self, addr: usize, bytes: usize) -> Option<Option<c_int>> {
+    pub fn cached_sides<const N: usize>(&self, addrs: [usize; N], bytes: usize) -> Option<[Option<c_int>; N]> {
         let key = (self as *const Registry as usize, self.generation.load(Ordering::Acquire));
         RECENT_PLACES.with(|recent| {
-            for i in 0..RECENT {
-                let (lo, len) = (recent.lo[i].get(), recent.len[i].get());
-                let offset = addr.wrapping_sub(lo);
-                if offset < len && recent.key[i].get() == key {
-                    let fits = bytes <= len - offset;
-                    return match recent.side[i].get() {
-                        SIDE_SLOW => None,
-                        SIDE_HOST => Some(None),
-                        // Live allocations: the range must fit.
-                        SIDE_PINNED => fits.then_some(None),
-                        device => fits.then_some(Some(device as c_int)),
-                    };
-                }
+            let mut sides = [None; N];
+            for (side, &addr) in sides.iter_mut().zip(&addrs) {
+                *side = Self::cached_side_in(recent, key, addr, bytes)?;
             }
-            None
+            Some(sides)
         })
+    }
+
+    #[inline]
+    fn cached_side_in(recent: &RecentPlaces, key: (usize, u64), addr: usize, bytes: usize) -> Option<Option<c_int>> {
+        for i in 0..RECENT {
+            let (lo, len) = (recent.lo[i].get(), recent.len[i].get());
+            let offset = addr.wrapping_sub(lo);
+            if offset < len && recent.key[i].get() == key {
+                let fits = bytes <= len - offset;
+                return match recent.side[i].get() {
+                    SIDE_SLOW => None,
+                    SIDE_HOST => Some(None),
+                    // Live allocations: the range must fit.
+                    SIDE_PINNED => fits.then_some(None),
+                    device => fits.then_some(Some(device as c_int)),
+                };
+            }
+        }
+        None
     }
 
     /// The allocation that contains `addr`, interior addresses included.
@@ -303,22 +313,25 @@ mod tests {
     #[test]
     fn cached_sides_answer_only_what_fits() {
         let registry = Registry::new();
+        let cached_sides_one = |addr, bytes| registry.cached_sides([addr], bytes).map(|[side]| side);
         registry.insert(Allocation { base: 1000, size: 100, memory: Memory::Device { device: 1, pooled: false } });
         registry.insert(Allocation { base: 2000, size: 100, memory: Memory::Host });
-        assert!(registry.cached_side(1010, 8).is_none(), "nothing asked yet: no answer");
+        assert!(cached_sides_one(1010, 8).is_none(), "nothing asked yet: no answer");
         // Answers come from `place` and are reused for ranges that fit.
         registry.place(1010, |_| None);
         registry.place(2010, |_| None);
         registry.place(5000, |_| None);
         registry.place(7000, |_| Some(0));
-        assert_eq!(registry.cached_side(1050, 50), Some(Some(1)));
-        assert_eq!(registry.cached_side(1050, 51), None, "a device range that overruns takes the slow path");
-        assert_eq!(registry.cached_side(2000, 100), Some(None), "pinned host memory");
-        assert_eq!(registry.cached_side(2050, 51), None, "a pinned range that overruns takes the slow path");
-        assert_eq!(registry.cached_side(5000, 1 << 20), Some(None), "ordinary host memory is not bounded");
-        assert_eq!(registry.cached_side(7000, 1), None, "freed device memory is never answered from the cache");
+        assert_eq!(cached_sides_one(1050, 50), Some(Some(1)));
+        assert_eq!(cached_sides_one(1050, 51), None, "a device range that overruns takes the slow path");
+        assert_eq!(cached_sides_one(2000, 100), Some(None), "pinned host memory");
+        assert_eq!(cached_sides_one(2050, 51), None, "a pinned range that overruns takes the slow path");
+        assert_eq!(cached_sides_one(5000, 1 << 20), Some(None), "ordinary host memory is not bounded");
+        assert_eq!(cached_sides_one(7000, 1), None, "freed device memory is never answered from the cache");
+        assert_eq!(registry.cached_sides([1010, 5000], 8), Some([Some(1), None]), "both sides of a copy at once");
+        assert_eq!(registry.cached_sides([1010, 7000], 8), None, "no answer unless both sides have one");
         // Any change to the registry invalidates every answer.
         assert!(registry.remove_if(2000, |_| true).is_some());
-        assert_eq!(registry.cached_side(1050, 8), None);
+        assert_eq!(cached_sides_one(1050, 8), None);
     }
 }

@@ -21,7 +21,7 @@ enum Side {
 /// Classifies `[addr, addr + bytes)`, refusing ranges that run past their
 /// allocation and device addresses outside any live allocation.
 fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult<Side> {
-    if let Some(side) = REGISTRY.cached_side(addr, bytes) {
+    if let Some([side]) = REGISTRY.cached_sides([addr], bytes) {
         return Ok(side.map_or(Side::Host, Side::Device));
     }
     match REGISTRY.place(addr, |addr| address_device(backend, addr)) {
@@ -83,8 +83,13 @@ fn check_copy(
 ) -> XResult<Copy> {
     require(dst, "dst")?;
     require(src, "src")?;
-    let dst_side = classify(backend, dst as usize, bytes, "destination")?;
-    let src_side = classify(backend, src as usize, bytes, "source")?;
+    let side = |side: Option<c_int>| side.map_or(Side::Host, Side::Device);
+    let (dst_side, src_side) = match REGISTRY.cached_sides([dst as usize, src as usize], bytes) {
+        Some([dst_side, src_side]) => (side(dst_side), side(src_side)),
+        None => {
+            (classify(backend, dst as usize, bytes, "destination")?, classify(backend, src as usize, bytes, "source")?)
+        }
+    };
     let is_device = |side: Side| matches!(side, Side::Device(_));
     let inferred = match (is_device(src_side), is_device(dst_side)) {
         (false, false) => XDAL_MEMCPY_HOST_TO_HOST,

@@ -19,7 +19,7 @@ use crate::report::{Goal, Row, Unit};
 use crate::stats::{timed, Samples, Timing};
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 use xdal::abi::*;
 use xdal::*;
@@ -213,24 +213,33 @@ fn calls(n: u64, mut call: impl FnMut() -> Res<()>, gate: Gate, drain: impl FnOn
 }
 
 /// A host function at the head of a stream that runs until the gate is
-/// dropped: work enqueued behind it waits, untouched. One gate is up at a
-/// time (batches run one after the other, each ending with its stream
+/// dropped: work enqueued behind it waits, untouched. It sleeps (a spinning
+/// gate would take a core from the thread being measured). One gate is up
+/// at a time (batches run one after the other, each ending with its stream
 /// synchronized), so they share one flag, which outlives every host
-/// function reading it.
+/// function waiting on it.
 struct Gate;
 
-static GATE_OPEN: AtomicBool = AtomicBool::new(true);
+static GATE_OPEN: Mutex<bool> = Mutex::new(true);
+static GATE_OPENED: Condvar = Condvar::new();
+
+fn set_gate(open: bool) {
+    *GATE_OPEN.lock().unwrap_or_else(|e| e.into_inner()) = open;
+    if open {
+        GATE_OPENED.notify_all();
+    }
+}
 
 impl Gate {
     fn front(stream: xdal_stream_t) -> Res<Gate> {
-        GATE_OPEN.store(false, Ordering::Release);
+        set_gate(false);
         let gate = Gate;
         check(xdal_launch_host_func(stream, Some(wait_for_gate), null_mut()), "xdal_launch_host_func")?;
         Ok(gate)
     }
 
     fn direct(native: &Native) -> Res<Gate> {
-        GATE_OPEN.store(false, Ordering::Release);
+        set_gate(false);
         let gate = Gate;
         let enqueue = entry!(native.table, launch_host_func);
         // SAFETY: a live native stream of this table and a host function
@@ -242,13 +251,14 @@ impl Gate {
 
 impl Drop for Gate {
     fn drop(&mut self) {
-        GATE_OPEN.store(true, Ordering::Release);
+        set_gate(true);
     }
 }
 
 /// Waits until the gate opens.
 unsafe extern "C" fn wait_for_gate(_: *mut c_void) {
-    while !GATE_OPEN.load(Ordering::Acquire) {
-        std::thread::yield_now();
+    let mut open = GATE_OPEN.lock().unwrap_or_else(|e| e.into_inner());
+    while !*open {
+        open = GATE_OPENED.wait(open).unwrap_or_else(|e| e.into_inner());
     }
 }
