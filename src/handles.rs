@@ -49,8 +49,17 @@ struct Slot<T> {
     value: UnsafeCell<Option<Arc<T>>>,
 }
 
-struct Segment<T> {
-    slots: [Slot<T>; SEGMENT_SLOTS],
+type Segment<T> = [Slot<T>; SEGMENT_SLOTS];
+
+/// A segment of free slots, built on the heap: built in place and then
+/// boxed, its 64 KiB would make every `insert` reserve (and probe, page by
+/// page) that much stack, which doubled the cost of a stream create.
+#[cold]
+#[inline(never)]
+fn new_segment<T>() -> Option<Box<Segment<T>>> {
+    let slots: Box<[Slot<T>]> =
+        (0..SEGMENT_SLOTS).map(|_| Slot { state: AtomicU64::new(0), value: UnsafeCell::new(None) }).collect();
+    slots.try_into().ok()
 }
 
 /// Which slots are free; taken only to create and to reclaim.
@@ -114,7 +123,7 @@ impl<T> HandleTable<T> {
         // SAFETY: a published segment is never freed or moved (the tables
         // are statics; a segment lives as long as its table).
         let segment = unsafe { segment.as_ref() }?;
-        Some(&segment.slots[index as usize & (SEGMENT_SLOTS - 1)])
+        Some(&segment[index as usize & (SEGMENT_SLOTS - 1)])
     }
 
     /// Stores `value`; returns its handle, or None if the table is full.
@@ -129,10 +138,7 @@ impl<T> HandleTable<T> {
                 }
                 let cell = &self.segments[index as usize >> SEGMENT_BITS];
                 if cell.load(Acquire).is_null() {
-                    let segment: Box<Segment<T>> = Box::new(Segment {
-                        slots: std::array::from_fn(|_| Slot { state: AtomicU64::new(0), value: UnsafeCell::new(None) }),
-                    });
-                    cell.store(Box::into_raw(segment), Release);
+                    cell.store(Box::into_raw(new_segment()?), Release);
                 }
                 allocator.next += 1;
                 index
