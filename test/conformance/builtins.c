@@ -124,17 +124,6 @@ static void test_builtin_names(void) {
 
 /* --- Argument sizes ------------------------------------------------------- */
 
-/* Launches `f` with `args` expecting INVALID_VALUE. */
-static void expect_bad_sizes(bt_ctx *c, const char *name, const xdal_kernel_arg_t *args, size_t nargs,
-                             const char *why) {
-  xdal_function_t f = bt_fn(c, name);
-  if (!f) return;
-  xdal_status_t st = xdal_launch_kernel(f, bt_shapes[1].grid, bt_shapes[1].block, 0, c->stream, args, nargs);
-  if (CHECK_MSG(st == XDAL_ERROR_INVALID_VALUE, "%s with %s: xdal_launch_kernel returned %s, expected INVALID_VALUE",
-                name, why, xdal_status_string(st)))
-    CHECK_MESSAGE_NAMES("xdal_launch_kernel");
-}
-
 static void expect_ok_sizes(bt_ctx *c, const char *name, const xdal_kernel_arg_t *args, size_t nargs) {
   xdal_function_t f = bt_fn(c, name);
   if (f) bt_run(c, f, &bt_shapes[1], args, nargs, name);
@@ -154,20 +143,20 @@ static void test_arg_sizes(void) {
   /* fill_f32: T *dst (8), uint64_t n (8), float value (4). */
   if (bt_has_type(&c, XDAL_DTYPE_F32)) {
     xdal_kernel_arg_t v8[] = {{&d, 8}, {&n, 8}, {&value8, 8}};
-    expect_bad_sizes(&c, "fill_f32", v8, 3, "an 8-byte value");
+    bt_expect_bad_sizes(&c, "fill_f32", v8, 3, "an 8-byte value");
     xdal_kernel_arg_t v2[] = {{&d, 8}, {&n, 8}, {&value2, 2}};
-    expect_bad_sizes(&c, "fill_f32", v2, 3, "a 2-byte value");
+    bt_expect_bad_sizes(&c, "fill_f32", v2, 3, "a 2-byte value");
     xdal_kernel_arg_t two[] = {{&d, 8}, {&n, 8}};
-    expect_bad_sizes(&c, "fill_f32", two, 2, "2 arguments");
+    bt_expect_bad_sizes(&c, "fill_f32", two, 2, "2 arguments");
     xdal_kernel_arg_t four[] = {{&d, 8}, {&n, 8}, {&value4, 4}, {&value4, 4}};
-    expect_bad_sizes(&c, "fill_f32", four, 4, "4 arguments");
-    expect_bad_sizes(&c, "fill_f32", NULL, 0, "no arguments");
+    bt_expect_bad_sizes(&c, "fill_f32", four, 4, "4 arguments");
+    bt_expect_bad_sizes(&c, "fill_f32", NULL, 0, "no arguments");
     xdal_kernel_arg_t n_small[] = {{&d, 8}, {&n4, 4}, {&value4, 4}};
-    expect_bad_sizes(&c, "fill_f32", n_small, 3, "a 4-byte n");
+    bt_expect_bad_sizes(&c, "fill_f32", n_small, 3, "a 4-byte n");
     xdal_kernel_arg_t p_small[] = {{&d, 4}, {&n, 8}, {&value4, 4}};
-    expect_bad_sizes(&c, "fill_f32", p_small, 3, "a 4-byte pointer");
+    bt_expect_bad_sizes(&c, "fill_f32", p_small, 3, "a 4-byte pointer");
     xdal_kernel_arg_t p_big[] = {{big, 16}, {&n, 8}, {&value4, 4}};
-    expect_bad_sizes(&c, "fill_f32", p_big, 3, "a 16-byte pointer");
+    bt_expect_bad_sizes(&c, "fill_f32", p_big, 3, "a 16-byte pointer");
     /* Nothing of those ran. */
     CHECK_OK(xdal_stream_synchronize(c.stream));
     unsigned char back[64 + BT_GUARD];
@@ -196,7 +185,7 @@ static void test_arg_sizes(void) {
     for (int b = 0; b < 3; b++) {
       xdal_kernel_arg_t args[] = {{&d, 8}, {&n, 8}, {big, scalar[i].bad[b]}};
       snprintf(why, sizeof why, "a %zu-byte value", scalar[i].bad[b]);
-      expect_bad_sizes(&c, name, args, 3, why);
+      bt_expect_bad_sizes(&c, name, args, 3, why);
     }
     xdal_kernel_arg_t args[] = {{&d, 8}, {&n, 8}, {big, scalar[i].good}};
     expect_ok_sizes(&c, name, args, 3);
@@ -204,25 +193,25 @@ static void test_arg_sizes(void) {
   /* The other kernels. */
   if (bt_has_type(&c, XDAL_DTYPE_I32) && bt_has_type(&c, XDAL_DTYPE_I8)) {
     xdal_kernel_arg_t add3[] = {{&d, 8}, {&d2, 8}, {&d3, 8}};
-    expect_bad_sizes(&c, "add_i32", add3, 3, "3 arguments");
+    bt_expect_bad_sizes(&c, "add_i32", add3, 3, "3 arguments");
     xdal_kernel_arg_t add_n4[] = {{&d, 8}, {&d2, 8}, {&d3, 8}, {&n4, 4}};
-    expect_bad_sizes(&c, "mul_i32", add_n4, 4, "a 4-byte n");
+    bt_expect_bad_sizes(&c, "mul_i32", add_n4, 4, "a 4-byte n");
     xdal_kernel_arg_t add5[] = {{&d, 8}, {&d2, 8}, {&d3, 8}, {&n, 8}, {&n, 8}};
-    expect_bad_sizes(&c, "add_i32", add5, 5, "5 arguments");
+    bt_expect_bad_sizes(&c, "add_i32", add5, 5, "5 arguments");
     xdal_kernel_arg_t cast4[] = {{&d, 8}, {&d2, 8}, {&n, 8}, {&n, 8}};
-    expect_bad_sizes(&c, "cast_i32_i8", cast4, 4, "4 arguments");
+    bt_expect_bad_sizes(&c, "cast_i32_i8", cast4, 4, "4 arguments");
     xdal_kernel_arg_t cast_p4[] = {{&d, 4}, {&d2, 8}, {&n, 8}};
-    expect_bad_sizes(&c, "cast_i32_i8", cast_p4, 3, "a 4-byte source pointer");
+    bt_expect_bad_sizes(&c, "cast_i32_i8", cast_p4, 3, "a 4-byte source pointer");
     xdal_kernel_arg_t sum_n4[] = {{&d, 8}, {&d2, 8}, {&n4, 4}};
-    expect_bad_sizes(&c, "sum_i32", sum_n4, 3, "a 4-byte n");
+    bt_expect_bad_sizes(&c, "sum_i32", sum_n4, 3, "a 4-byte n");
     xdal_kernel_arg_t sum_n16[] = {{&d, 8}, {&d2, 8}, {big, 16}};
-    expect_bad_sizes(&c, "sum_i32", sum_n16, 3, "a 16-byte n");
+    bt_expect_bad_sizes(&c, "sum_i32", sum_n16, 3, "a 16-byte n");
     xdal_kernel_arg_t mm5[] = {{&d, 8}, {&d2, 8}, {&d3, 8}, {&n, 8}, {&n, 8}};
-    expect_bad_sizes(&c, "matmul_i32", mm5, 5, "5 arguments");
+    bt_expect_bad_sizes(&c, "matmul_i32", mm5, 5, "5 arguments");
     xdal_kernel_arg_t mm7[] = {{&d, 8}, {&d2, 8}, {&d3, 8}, {&n, 8}, {&n, 8}, {&n, 8}, {&n, 8}};
-    expect_bad_sizes(&c, "matmul_i32", mm7, 7, "7 arguments");
+    bt_expect_bad_sizes(&c, "matmul_i32", mm7, 7, "7 arguments");
     xdal_kernel_arg_t mm_k4[] = {{&d, 8}, {&d2, 8}, {&d3, 8}, {&n, 8}, {&n, 8}, {&n4, 4}};
-    expect_bad_sizes(&c, "matmul_i32", mm_k4, 6, "a 4-byte k");
+    bt_expect_bad_sizes(&c, "matmul_i32", mm_k4, 6, "a 4-byte k");
     /* The right sizes still work: 2x2 by 2x2 fits in the buffers. */
     uint64_t two = 2;
     xdal_kernel_arg_t mm[] = {{&d, 8}, {&d2, 8}, {&d3, 8}, {&two, 8}, {&two, 8}, {&two, 8}};

@@ -215,16 +215,6 @@ static void test_sum_dim_f32_accuracy(void) {
 
 /* --- Names, argument sizes, refusals ------------------------------------- */
 
-static void expect_bad_sizes(bt_ctx *c, const char *name, const xdal_kernel_arg_t *args, size_t nargs,
-                             const char *why) {
-  xdal_function_t f = bt_fn(c, name);
-  if (!f) return;
-  xdal_status_t st = xdal_launch_kernel(f, bt_shapes[1].grid, bt_shapes[1].block, 0, c->stream, args, nargs);
-  if (CHECK_MSG(st == XDAL_ERROR_INVALID_VALUE, "%s with %s: xdal_launch_kernel returned %s, expected INVALID_VALUE",
-                name, why, xdal_status_string(st)))
-    CHECK_MESSAGE_NAMES("xdal_launch_kernel");
-}
-
 static void expect_kernel_failure(bt_ctx *c, const char *name, const xdal_kernel_arg_t *args, size_t nargs,
                                   const char *why) {
   xdal_function_t f = bt_fn(c, name);
@@ -264,21 +254,21 @@ static void test_axpby_sum_dim_arguments(void) {
   uint16_t two_bytes = 1;
   unsigned char nibble = 1;
   xdal_kernel_arg_t a8[] = {{&a, 8}, {&b, 8}, {&out, 8}, {&n, 8}, {&alpha8, 8}, {&alpha, 4}};
-  expect_bad_sizes(&c, "axpby_f32", a8, 6, "an 8-byte alpha");
+  bt_expect_bad_sizes(&c, "axpby_f32", a8, 6, "an 8-byte alpha");
   xdal_kernel_arg_t five[] = {{&a, 8}, {&b, 8}, {&out, 8}, {&n, 8}, {&alpha, 4}};
-  expect_bad_sizes(&c, "axpby_f32", five, 5, "5 arguments (no beta)");
+  bt_expect_bad_sizes(&c, "axpby_f32", five, 5, "5 arguments (no beta)");
   xdal_kernel_arg_t add_args[] = {{&a, 8}, {&b, 8}, {&out, 8}, {&n, 8}};
-  expect_bad_sizes(&c, "axpby_f32", add_args, 4, "add's arguments");
+  bt_expect_bad_sizes(&c, "axpby_f32", add_args, 4, "add's arguments");
   xdal_kernel_arg_t small_n[] = {{&a, 8}, {&b, 8}, {&out, 8}, {&n4, 4}, {&alpha, 4}, {&alpha, 4}};
-  expect_bad_sizes(&c, "axpby_f32", small_n, 6, "a 4-byte n");
+  bt_expect_bad_sizes(&c, "axpby_f32", small_n, 6, "a 4-byte n");
   xdal_kernel_arg_t i4_2[] = {{&a, 8}, {&b, 8}, {&out, 8}, {&n, 8}, {&two_bytes, 2}, {&nibble, 1}};
-  expect_bad_sizes(&c, "axpby_i4", i4_2, 6, "a 2-byte 4-bit alpha");
+  bt_expect_bad_sizes(&c, "axpby_i4", i4_2, 6, "a 2-byte 4-bit alpha");
   xdal_kernel_arg_t sd4[] = {{&a, 8}, {&out, 8}, {&outer, 8}, {&reduce, 8}};
-  expect_bad_sizes(&c, "sum_dim_f32", sd4, 4, "4 arguments");
+  bt_expect_bad_sizes(&c, "sum_dim_f32", sd4, 4, "4 arguments");
   xdal_kernel_arg_t sd_small[] = {{&a, 8}, {&out, 8}, {&n4, 4}, {&reduce, 8}, {&inner, 8}};
-  expect_bad_sizes(&c, "sum_dim_f32", sd_small, 5, "a 4-byte outer");
+  bt_expect_bad_sizes(&c, "sum_dim_f32", sd_small, 5, "a 4-byte outer");
   xdal_kernel_arg_t sd_sum[] = {{&a, 8}, {&out, 8}, {&n, 8}};
-  expect_bad_sizes(&c, "sum_dim_f32", sd_sum, 3, "sum's arguments");
+  bt_expect_bad_sizes(&c, "sum_dim_f32", sd_sum, 3, "sum's arguments");
   CHECK_OK(xdal_stream_synchronize(c.stream));
   /* The right sizes run; the overlaps the kernels refuse fail the launch. */
   xdal_kernel_arg_t axpby_ok[] = {{&a, 8}, {&b, 8}, {&out, 8}, {&n, 8}, {&alpha, 4}, {&alpha, 4}};

@@ -112,6 +112,19 @@ static inline int bt_run(bt_ctx *c, xdal_function_t f, const bt_shape_t *shape, 
 /* --- Buffers ---------------------------------------------------------------- */
 
 /* A device buffer of `bytes` data bytes plus the guard. */
+/* Launches the built-in `name` with `args` expecting INVALID_VALUE from the
+   launch itself (wrong argument sizes or count), with a message naming
+   xdal_launch_kernel. */
+static inline void bt_expect_bad_sizes(bt_ctx *c, const char *name, const xdal_kernel_arg_t *args, size_t nargs,
+                                       const char *why) {
+  xdal_function_t f = bt_fn(c, name);
+  if (!f) return;
+  xdal_status_t st = xdal_launch_kernel(f, bt_shapes[1].grid, bt_shapes[1].block, 0, c->stream, args, nargs);
+  if (CHECK_MSG(st == XDAL_ERROR_INVALID_VALUE, "%s with %s: xdal_launch_kernel returned %s, expected INVALID_VALUE",
+                name, why, xdal_status_string(st)))
+    CHECK_MESSAGE_NAMES("xdal_launch_kernel");
+}
+
 static inline void *bt_dev(size_t bytes) {
   void *d = NULL;
   if (!CHECK_OK(xdal_malloc(&d, bytes + BT_GUARD))) return NULL;
