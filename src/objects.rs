@@ -140,9 +140,9 @@ pub(crate) fn stream(handle: xdal_stream_t) -> XResult<StreamRef> {
     }
 }
 
-/// The rest of `stream`, off its hot path: a default-stream handle, or no
-/// stream at all.
-#[cold]
+/// The rest of `stream`: a default-stream handle (which integrations such
+/// as torch_xdal pass on every default-stream call, so it is not cold), or
+/// no stream at all. Out of line, to keep the table lookup's path short.
 #[inline(never)]
 fn not_a_table_stream(handle: xdal_stream_t) -> XResult<StreamRef> {
     let backend = backend()?;
