@@ -82,48 +82,56 @@ const TOMBSTONE_SLACK: usize = 1024;
 /// Entries of each thread's cache of recent answers.
 const RECENT: usize = 4;
 
-/// Each thread's last few answers, entry `i` meaning: `place[i]` for every
-/// address in `[lo[i], lo[i] + len[i])`, while the registry at `key[i].0`
-/// is at generation `key[i].1`. Parallel arrays of plain cells, so that a
-/// probe reads only a key and a range: this is on the path of every copy.
-struct RecentPlaces {
-    key: [Cell<(usize, u64)>; RECENT],
-    lo: [Cell<usize>; RECENT],
-    len: [Cell<usize>; RECENT],
-    place: [Cell<Place>; RECENT],
-    /// What a copy needs of `place`, precomputed: see `side_of`.
-    side: [Cell<i64>; RECENT],
-    next: Cell<usize>,
+/// One cached answer: every address in `[lo, lo + len)` is on `device`'s
+/// side of a copy (-1: the host), and a range starting at `lo + offset`
+/// may take `bound - offset` bytes: the allocation's end for live
+/// allocations, unbounded for ordinary host memory, and nothing for freed
+/// device memory, whose refusal the slow path explains (`len` is 1 for
+/// both kinds of address outside the allocations). A copy's check
+/// then needs one subtraction and two compares per side.
+#[derive(Clone, Copy)]
+struct Recent {
+    lo: usize,
+    len: usize,
+    bound: usize,
+    device: c_int,
 }
 
-/// `RecentPlaces::side` of pinned host memory (a live allocation, so a
-/// range must fit in it), of ordinary host memory (unchecked), and of an
-/// answer a copy must not take from the cache (freed device memory: the
-/// slow path explains it). A device's own index otherwise.
-const SIDE_PINNED: i64 = -1;
-const SIDE_HOST: i64 = -2;
-const SIDE_SLOW: i64 = i64::MIN;
+/// An entry no address is in.
+const EMPTY: Recent = Recent { lo: 0, len: 0, bound: 0, device: -1 };
 
-fn side_code(place: Place) -> i64 {
-    match place {
-        Place::Live(Allocation { memory: Memory::Device { device, .. }, .. }) => i64::from(device),
-        Place::Live(_) => SIDE_PINNED,
-        Place::Unknown => SIDE_HOST,
-        Place::DeviceSpace(_) => SIDE_SLOW,
+impl Recent {
+    fn of(place: Place, lo: usize, len: usize) -> Recent {
+        let (bound, device) = match place {
+            Place::Live(Allocation { memory: Memory::Device { device, .. }, .. }) => (len, device),
+            Place::Live(_) => (len, -1),
+            Place::Unknown => (usize::MAX, -1),
+            Place::DeviceSpace(_) => (0, -1),
+        };
+        Recent { lo, len, bound, device }
     }
+}
+
+/// Each thread's last few answers, all given while the registry at
+/// `key.0` was at generation `key.1`: any change to the registry voids
+/// them at once.
+struct RecentPlaces {
+    key: Cell<(usize, u64)>,
+    entries: [Cell<Recent>; RECENT],
+    /// The full answer of each entry, for `place`.
+    places: [Cell<Place>; RECENT],
+    next: Cell<usize>,
 }
 
 thread_local! {
     /// A copy loop over the same buffers then costs one atomic load and a
     /// few compares per side, not a locked tree search and a backend call.
-    /// No registry is ever at generation u64::MAX: the entries start empty.
+    /// No registry is ever at generation u64::MAX: the entries start void.
     static RECENT_PLACES: RecentPlaces = const {
         RecentPlaces {
-            key: [const { Cell::new((0, u64::MAX)) }; RECENT],
-            lo: [const { Cell::new(0) }; RECENT],
-            len: [const { Cell::new(0) }; RECENT],
-            place: [const { Cell::new(Place::Unknown) }; RECENT],
-            side: [const { Cell::new(SIDE_SLOW) }; RECENT],
+            key: Cell::new((0, u64::MAX)),
+            entries: [const { Cell::new(EMPTY) }; RECENT],
+            places: [const { Cell::new(Place::Unknown) }; RECENT],
             next: Cell::new(0),
         }
     };
@@ -194,15 +202,10 @@ impl Registry {
     /// allocation lies in a device's address space. Answers are cached per
     /// thread until the registry changes.
     pub fn place(&self, addr: usize, probe: impl FnOnce(usize) -> Option<c_int>) -> Place {
-        let registry = self as *const Registry as usize;
-        let generation = self.generation.load(Ordering::Acquire);
-        let key = (registry, generation);
+        let key = self.key();
         let hit = RECENT_PLACES.with(|recent| {
-            (0..RECENT).find_map(|i| {
-                // One compare for lo <= addr < lo + len.
-                let inside = addr.wrapping_sub(recent.lo[i].get()) < recent.len[i].get();
-                (inside && recent.key[i].get() == key).then(|| recent.place[i].get())
-            })
+            let i = (recent.key.get() == key).then(|| Self::recent_index(recent, addr)).flatten()?;
+            Some(recent.places[i].get())
         });
         if let Some(place) = hit {
             return place;
@@ -212,14 +215,29 @@ impl Registry {
             None => (probe(addr).map_or(Place::Unknown, Place::DeviceSpace), addr, addr + 1),
         };
         RECENT_PLACES.with(|recent| {
+            if recent.key.replace(key) != key {
+                recent.entries.iter().for_each(|entry| entry.set(EMPTY));
+            }
             let i = recent.next.replace((recent.next.get() + 1) % RECENT);
-            recent.key[i].set(key);
-            recent.lo[i].set(lo);
-            recent.len[i].set(hi - lo);
-            recent.place[i].set(place);
-            recent.side[i].set(side_code(place));
+            recent.entries[i].set(Recent::of(place, lo, hi - lo));
+            recent.places[i].set(place);
         });
         place
+    }
+
+    /// This registry and its generation: what cached answers are valid for.
+    #[inline]
+    fn key(&self) -> (usize, u64) {
+        (self as *const Registry as usize, self.generation.load(Ordering::Acquire))
+    }
+
+    /// The entry of `recent` that covers `addr`.
+    #[inline]
+    fn recent_index(recent: &RecentPlaces, addr: usize) -> Option<usize> {
+        recent.entries.iter().position(|entry| {
+            let Recent { lo, len, .. } = entry.get();
+            addr.wrapping_sub(lo) < len
+        })
     }
 
     /// The fast path of a copy's check, from this thread's cache only: for
@@ -230,30 +248,29 @@ impl Registry {
     /// both sides of a copy take one look at the thread's cache.
     #[inline]
     pub fn cached_sides<const N: usize>(&self, addrs: [usize; N], bytes: usize) -> Option<[Option<c_int>; N]> {
-        let key = (self as *const Registry as usize, self.generation.load(Ordering::Acquire));
+        let key = self.key();
         RECENT_PLACES.with(|recent| {
+            if recent.key.get() != key {
+                return None;
+            }
             let mut sides = [None; N];
             for (side, &addr) in sides.iter_mut().zip(&addrs) {
-                *side = Self::cached_side_in(recent, key, addr, bytes)?;
+                *side = Self::cached_side_in(recent, addr, bytes)?;
             }
             Some(sides)
         })
     }
 
     #[inline]
-    fn cached_side_in(recent: &RecentPlaces, key: (usize, u64), addr: usize, bytes: usize) -> Option<Option<c_int>> {
-        for i in 0..RECENT {
-            let (lo, len) = (recent.lo[i].get(), recent.len[i].get());
+    fn cached_side_in(recent: &RecentPlaces, addr: usize, bytes: usize) -> Option<Option<c_int>> {
+        for entry in &recent.entries {
+            let Recent { lo, len, bound, device } = entry.get();
             let offset = addr.wrapping_sub(lo);
-            if offset < len && recent.key[i].get() == key {
-                let fits = bytes <= len - offset;
-                return match recent.side[i].get() {
-                    SIDE_SLOW => None,
-                    SIDE_HOST => Some(None),
-                    // Live allocations: the range must fit.
-                    SIDE_PINNED => fits.then_some(None),
-                    device => fits.then_some(Some(device as c_int)),
-                };
+            if offset < len {
+                // `bound >= len > offset`: no overflow. `bytes - 1`: an
+                // empty range is never answered here (freed memory's bound
+                // of 0 would let it through).
+                return (bytes.wrapping_sub(1) < bound - offset).then_some((device >= 0).then_some(device));
             }
         }
         None
@@ -328,6 +345,8 @@ mod tests {
         assert_eq!(cached_sides_one(2050, 51), None, "a pinned range that overruns takes the slow path");
         assert_eq!(cached_sides_one(5000, 1 << 20), Some(None), "ordinary host memory is not bounded");
         assert_eq!(cached_sides_one(7000, 1), None, "freed device memory is never answered from the cache");
+        assert_eq!(cached_sides_one(7000, 0), None, "nor an empty range in it");
+        assert_eq!(cached_sides_one(1050, 0), None, "empty ranges are never answered from the cache");
         assert_eq!(registry.cached_sides([1010, 5000], 8), Some([Some(1), None]), "both sides of a copy at once");
         assert_eq!(registry.cached_sides([1010, 7000], 8), None, "no answer unless both sides have one");
         // Any change to the registry invalidates every answer.

@@ -73,8 +73,42 @@ struct Copy {
     kind: xdal_memcpy_kind,
 }
 
-/// Validates a copy of `bytes > 0` bytes and resolves its kind.
+/// Validates a copy of `bytes > 0` bytes and resolves its kind. The
+/// common case (both sides answered from this thread's cache, the kind
+/// consistent) is inlined into the caller; anything else takes the path
+/// that classifies from the registry and explains a refusal.
+#[inline]
 fn check_copy(
+    backend: &Backend,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    kind: xdal_memcpy_kind,
+) -> XResult<Copy> {
+    if let Some([dst_side, src_side]) = REGISTRY.cached_sides([dst as usize, src as usize], bytes) {
+        let inferred = infer_kind(src_side.is_some(), dst_side.is_some());
+        if !dst.is_null() && !src.is_null() && (kind == XDAL_MEMCPY_DEFAULT || kind == inferred) {
+            return Ok(Copy { dst, src, kind: inferred });
+        }
+    }
+    check_copy_slowly(backend, dst, src, bytes, kind)
+}
+
+/// The kind of a copy between host or device memory.
+#[inline]
+fn infer_kind(src_is_device: bool, dst_is_device: bool) -> xdal_memcpy_kind {
+    match (src_is_device, dst_is_device) {
+        (false, false) => XDAL_MEMCPY_HOST_TO_HOST,
+        (false, true) => XDAL_MEMCPY_HOST_TO_DEVICE,
+        (true, false) => XDAL_MEMCPY_DEVICE_TO_HOST,
+        (true, true) => XDAL_MEMCPY_DEVICE_TO_DEVICE,
+    }
+}
+
+/// `check_copy` from the registry: classifies both sides, and says why
+/// when it refuses.
+#[inline(never)]
+fn check_copy_slowly(
     backend: &Backend,
     dst: *mut c_void,
     src: *const c_void,
@@ -83,20 +117,10 @@ fn check_copy(
 ) -> XResult<Copy> {
     require(dst, "dst")?;
     require(src, "src")?;
-    let side = |side: Option<c_int>| side.map_or(Side::Host, Side::Device);
-    let (dst_side, src_side) = match REGISTRY.cached_sides([dst as usize, src as usize], bytes) {
-        Some([dst_side, src_side]) => (side(dst_side), side(src_side)),
-        None => {
-            (classify(backend, dst as usize, bytes, "destination")?, classify(backend, src as usize, bytes, "source")?)
-        }
-    };
+    let (dst_side, src_side) =
+        (classify(backend, dst as usize, bytes, "destination")?, classify(backend, src as usize, bytes, "source")?);
     let is_device = |side: Side| matches!(side, Side::Device(_));
-    let inferred = match (is_device(src_side), is_device(dst_side)) {
-        (false, false) => XDAL_MEMCPY_HOST_TO_HOST,
-        (false, true) => XDAL_MEMCPY_HOST_TO_DEVICE,
-        (true, false) => XDAL_MEMCPY_DEVICE_TO_HOST,
-        (true, true) => XDAL_MEMCPY_DEVICE_TO_DEVICE,
-    };
+    let inferred = infer_kind(is_device(src_side), is_device(dst_side));
     if kind != XDAL_MEMCPY_DEFAULT && kind != inferred {
         let (want_src, want_dst) = match kind {
             XDAL_MEMCPY_HOST_TO_HOST => (false, false),
