@@ -49,10 +49,18 @@ pub(crate) use call;
 
 impl Backend {
     /// Turns an entry's raw status into a result with the backend's message.
+    #[inline]
     pub fn check(&self, raw: xdal_status_raw) -> XResult<()> {
         if raw == xdal_status::XDAL_SUCCESS as xdal_status_raw {
             return Ok(());
         }
+        self.failure(raw)
+    }
+
+    /// `check` of a failed entry: out of line, off every call's path.
+    #[cold]
+    #[inline(never)]
+    fn failure(&self, raw: xdal_status_raw) -> XResult<()> {
         let Some(status) = xdal_status::from_raw(raw) else {
             return Err(err!(XDAL_ERROR_INTERNAL, "backend returned {raw}, which is not an xdal_status_t"));
         };

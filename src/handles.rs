@@ -165,6 +165,7 @@ impl<T> HandleTable<T> {
     }
 
     /// Drops a pin; the last pin of a dead slot reclaims it.
+    #[inline]
     fn unpin(&self, slot: &Slot<T>, index: u32) {
         let state = slot.state.fetch_sub(1, AcqRel) - 1;
         if state & (HELD | LIVE | PINS) == HELD {
@@ -174,6 +175,8 @@ impl<T> HandleTable<T> {
 
     /// Frees a dead slot with no pins left, once: whoever moves it to the
     /// next generation (and out of HELD) owns its value.
+    #[cold]
+    #[inline(never)]
     fn reclaim(&self, slot: &Slot<T>, index: u32, state: u64) {
         let next = ((generation_of(state) + 1) & GENERATION_MASK) << GENERATION_SHIFT;
         // SAFETY (of the reads below): only the CAS winner goes on, and no
