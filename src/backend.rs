@@ -75,7 +75,7 @@ impl Backend {
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
             .filter(|m| !m.is_empty())
             .unwrap_or_else(|| format!("{} backend reported {}", self.name_str(), status.name()));
-        Err(Error { status, message: detail })
+        Err(Error::new(status, detail))
     }
 
     pub fn not_supported(&self, entry: &str) -> Error {

@@ -4,11 +4,37 @@ use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use xdal_abi::{xdal_status, xdal_status_t};
 
-/// A failed call: what the caller gets back, and why.
+/// A failed call: what the caller gets back, and why. Boxed: every call
+/// passes results along, nearly all of them successes, and a one-word
+/// error keeps an `XResult` in registers instead of copying 32 bytes
+/// through memory at each `?`.
 #[derive(Debug, Clone)]
-pub(crate) struct Error {
+pub(crate) struct Error(Box<Failure>);
+
+#[derive(Debug, Clone)]
+pub(crate) struct Failure {
     pub status: xdal_status,
     pub message: String,
+}
+
+impl Error {
+    #[cold]
+    pub fn new(status: xdal_status, message: String) -> Error {
+        Error(Box::new(Failure { status, message }))
+    }
+
+    /// The same failure under another status.
+    pub fn with_status(mut self, status: xdal_status) -> Error {
+        self.0.status = status;
+        self
+    }
+}
+
+impl std::ops::Deref for Error {
+    type Target = Failure;
+    fn deref(&self) -> &Failure {
+        &self.0
+    }
 }
 
 pub(crate) type XResult<T> = Result<T, Error>;
@@ -16,7 +42,7 @@ pub(crate) type XResult<T> = Result<T, Error>;
 /// Builds an `Error` from a status name and a format string.
 macro_rules! err {
     ($status:ident, $($fmt:tt)+) => {
-        $crate::error::Error { status: xdal_abi::xdal_status::$status, message: format!($($fmt)+) }
+        $crate::error::Error::new(xdal_abi::xdal_status::$status, format!($($fmt)+))
     };
 }
 pub(crate) use err;

@@ -131,21 +131,22 @@ pub(crate) fn default_stream_device(backend: &Backend, handle: xdal_stream_t) ->
 /// a handle from `xdal_device_get_default_stream` that device's.
 #[inline]
 pub(crate) fn stream(handle: xdal_stream_t) -> XResult<StreamRef> {
-    if handle.is_null() {
-        return backend()?.default_stream(current_device()).map(StreamRef::Default);
-    }
     match STREAMS.get(handle as usize) {
         Some(stream) => Ok(StreamRef::Handle(stream)),
         None => not_a_table_stream(handle),
     }
 }
 
-/// The rest of `stream`: a default-stream handle (which integrations such
-/// as torch_xdal pass on every default-stream call, so it is not cold), or
-/// no stream at all. Out of line, to keep the table lookup's path short.
+/// The rest of `stream`: NULL or a default-stream handle (which
+/// integrations such as torch_xdal pass on every default-stream call, so
+/// it is not cold), or no stream at all. Out of line, to keep the table
+/// lookup's path short.
 #[inline(never)]
 fn not_a_table_stream(handle: xdal_stream_t) -> XResult<StreamRef> {
     let backend = backend()?;
+    if handle.is_null() {
+        return backend.default_stream(current_device()).map(StreamRef::Default);
+    }
     match default_stream_device(backend, handle) {
         Some(device) => backend.default_stream(device).map(StreamRef::Default),
         None => {

@@ -1,7 +1,7 @@
 //! Stream fallbacks: work the backend cannot enqueue itself runs as a host
 //! function on the stream, so it keeps its place in stream order.
 use crate::backend::{call, Backend};
-use crate::error::{Error, XResult};
+use crate::error::XResult;
 use crate::objects::{EventObj, StreamObj};
 use std::ffi::c_void;
 use std::sync::{Arc, Weak};
@@ -22,7 +22,7 @@ unsafe extern "C" fn run_queued(data: *mut c_void) {
         .unwrap_or_else(|_| Err(crate::error::err!(XDAL_ERROR_INTERNAL, "queued fallback work panicked")));
     if let (Err(error), Some(stream)) = (result, queued.stream.upgrade()) {
         let mut slot = stream.fallback_error.lock().unwrap_or_else(|e| e.into_inner());
-        slot.get_or_insert(Error { status: xdal_status::XDAL_ERROR_LAUNCH_FAILED, ..error });
+        slot.get_or_insert(error.with_status(xdal_status::XDAL_ERROR_LAUNCH_FAILED));
     }
 }
 
