@@ -4,14 +4,16 @@
 //! itself. Both figures are ns per call; the row's comparison is their
 //! difference, the front's cost. Batches of the two alternate.
 //!
-//! For the operations that enqueue work (copy, record, launch) only the n
+//! For the operations that enqueue work (copy, record, launch) only the
 //! calls are timed, on a stream held by a gate (a host function enqueued
-//! first, waiting until the batch is timed): nothing runs the stream's
-//! queue while it is filled, so the figure is the cost of the call on the
-//! calling thread, not of a worker draining the same queue beside it
+//! first, waiting until its run of calls is timed): nothing runs the
+//! stream's queue while it is filled, so the figure is the cost of the call
+//! on the calling thread, not of a worker draining the same queue beside it
 //! (whose cache-line traffic changes with the pace of the calls, and would
 //! swamp a difference of nanoseconds). The gate then opens and the stream
-//! is synchronized, outside the timing, on both sides alike.
+//! is synchronized, outside the timing, on both sides alike. A gate holds
+//! at most `CALLS_PER_GATE` calls, so the queue stays as deep as a busy
+//! program's.
 use crate::api::{
     check, check_query, check_raw, empty_function, empty_kernel, DeviceMem, Event, Res, Stream, H2D, ONE,
 };
@@ -134,23 +136,21 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
         "xdal_memcpy_async 64 B H2D (enqueue only)",
         timing.measure_pair(
             |n| {
-                let gate = Gate::front(s)?;
                 calls(
                     n,
                     || check(xdal_memcpy_async(dev.ptr, src, 64, H2D, s), "xdal_memcpy_async"),
-                    gate,
+                    || Gate::front(s),
                     || stream.sync(),
                 )
             },
             |n| {
-                let gate = Gate::direct(&native)?;
                 calls(
                     n,
                     // SAFETY: 64 bytes inside a live 4 KiB allocation of this
                     // table, from a live 64-byte host buffer, on a live
                     // native stream; the kind matches the pointers.
                     || check_raw(unsafe { copy(native.memory, src, 64, kind, ns) }, "mem_copy_async"),
-                    gate,
+                    || Gate::direct(&native),
                     || native.sync(),
                 )
             },
@@ -161,14 +161,15 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
     add(
         "xdal_event_record (enqueue only)",
         timing.measure_pair(
+            |n| calls(n, || check(xdal_event_record(e, s), "xdal_event_record"), || Gate::front(s), || stream.sync()),
             |n| {
-                let gate = Gate::front(s)?;
-                calls(n, || check(xdal_event_record(e, s), "xdal_event_record"), gate, || stream.sync())
-            },
-            |n| {
-                let gate = Gate::direct(&native)?;
                 // SAFETY: a live native event and stream of this table.
-                calls(n, || check_raw(unsafe { record(ne, ns) }, "event_record"), gate, || native.sync())
+                calls(
+                    n,
+                    || check_raw(unsafe { record(ne, ns) }, "event_record"),
+                    || Gate::direct(&native),
+                    || native.sync(),
+                )
             },
         )?,
     );
@@ -178,23 +179,21 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
         "xdal_launch_kernel empty 1x1x1 (enqueue only)",
         timing.measure_pair(
             |n| {
-                let gate = Gate::front(s)?;
                 calls(
                     n,
                     || check(xdal_launch_kernel(function, ONE, ONE, 0, s, null(), 0), "xdal_launch_kernel"),
-                    gate,
+                    || Gate::front(s),
                     || stream.sync(),
                 )
             },
             |n| {
-                let gate = Gate::direct(&native)?;
                 calls(
                     n,
                     // SAFETY: a live native function and stream of this table,
                     // valid dimensions, no shared memory, no arguments (which
                     // the empty kernel takes).
                     || check_raw(unsafe { launch(native.function, ONE, ONE, 0, ns, null(), 0) }, "launch_kernel"),
-                    gate,
+                    || Gate::direct(&native),
                     || native.sync(),
                 )
             },
@@ -203,13 +202,32 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
     Ok(())
 }
 
-/// `n` calls of `call`, timed while `gate` holds the stream; then the gate
-/// opens and `drain` synchronizes the stream, outside the timing.
-fn calls(n: u64, mut call: impl FnMut() -> Res<()>, gate: Gate, drain: impl FnOnce() -> Res<()>) -> Res<Duration> {
-    let took = timed(|| (0..n).try_for_each(|_| call()));
-    drop(gate);
-    drain()?;
-    took
+/// Calls held back by one gate: the queue stays this short, as in a
+/// program that keeps a stream busy, instead of growing by hundreds of
+/// megabytes over a batch, whose page faults and fresh allocations would
+/// then be most of every figure, on both sides alike, and its noise.
+const CALLS_PER_GATE: u64 = 1024;
+
+/// `n` calls of `call`, in runs of at most `CALLS_PER_GATE`: each run is
+/// timed while a gate from `gate` holds the stream; then the gate opens
+/// and `drain` synchronizes the stream, outside the timing.
+fn calls(
+    n: u64,
+    mut call: impl FnMut() -> Res<()>,
+    mut gate: impl FnMut() -> Res<Gate>,
+    mut drain: impl FnMut() -> Res<()>,
+) -> Res<Duration> {
+    let mut took = Duration::ZERO;
+    let mut left = n;
+    while left > 0 {
+        let run = left.min(CALLS_PER_GATE);
+        let held = gate()?;
+        took += timed(|| (0..run).try_for_each(|_| call()))?;
+        drop(held);
+        drain()?;
+        left -= run;
+    }
+    Ok(took)
 }
 
 /// A host function at the head of a stream that runs until the gate is
