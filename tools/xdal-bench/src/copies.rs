@@ -7,6 +7,7 @@
 //! pre-touched, page-aligned host buffers, in the same process. Small copies are
 //! reported in ns per copy, 1 MiB and up in GB/s (bytes copied / time).
 use crate::api::{check, DeviceMem, HostMem, Res, Stream, D2D, D2H, H2D};
+use crate::gate::{gated_calls, Gate};
 use crate::report::{Goal, Row, Unit};
 use crate::stats::{timed, Samples, Timing};
 use std::ffi::c_void;
@@ -108,14 +109,16 @@ fn allocation_size(timing: &Timing, rows: &mut Vec<Row>, stream: &Stream) -> Res
     };
     let (huge_sync, small_sync) = timing.measure_pair(sync_batch(into_huge), sync_batch(into_small))?;
     let s = stream.0;
-    // Enqueue only: the allocation is looked up at enqueue time, and the
-    // execution's noise (another thread) stays out; drained after.
+    // Enqueue only, on a gated stream: the allocation is looked up at
+    // enqueue time, and the execution's noise (another thread) stays out.
     let async_batch = |dst: *mut c_void| {
         move |n: u64| {
-            let took =
-                timed(|| (0..n).try_for_each(|_| check(xdal_memcpy_async(dst, src, 64, H2D, s), "xdal_memcpy_async")))?;
-            check(xdal_stream_synchronize(s), "xdal_stream_synchronize")?;
-            Ok(took)
+            gated_calls(
+                n,
+                || check(xdal_memcpy_async(dst, src, 64, H2D, s), "xdal_memcpy_async"),
+                || Gate::front(s),
+                || check(xdal_stream_synchronize(s), "xdal_stream_synchronize"),
+            )
         }
     };
     let (huge_async, small_async) = timing.measure_pair(async_batch(into_huge), async_batch(into_small))?;

@@ -5,24 +5,15 @@
 //! difference, the front's cost. Batches of the two alternate.
 //!
 //! For the operations that enqueue work (copy, record, launch) only the
-//! calls are timed, on a stream held by a gate (a host function enqueued
-//! first, waiting until its run of calls is timed): nothing runs the
-//! stream's queue while it is filled, so the figure is the cost of the call
-//! on the calling thread, not of a worker draining the same queue beside it
-//! (whose cache-line traffic changes with the pace of the calls, and would
-//! swamp a difference of nanoseconds). The gate then opens and the stream
-//! is synchronized, outside the timing, on both sides alike. A gate holds
-//! at most `CALLS_PER_GATE` calls, so the queue stays as deep as a busy
-//! program's.
+//! calls are timed, on a gated stream (`gate.rs`), on both sides alike.
 use crate::api::{
     check, check_query, check_raw, empty_function, empty_kernel, DeviceMem, Event, Res, Stream, H2D, ONE,
 };
+use crate::gate::{gated_calls, Gate};
 use crate::report::{Goal, Row, Unit};
 use crate::stats::{timed, Samples, Timing};
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
-use std::sync::{Condvar, Mutex};
-use std::time::Duration;
 use xdal::abi::*;
 use xdal::*;
 
@@ -136,7 +127,7 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
         "xdal_memcpy_async 64 B H2D (enqueue only)",
         timing.measure_pair(
             |n| {
-                calls(
+                gated_calls(
                     n,
                     || check(xdal_memcpy_async(dev.ptr, src, 64, H2D, s), "xdal_memcpy_async"),
                     || Gate::front(s),
@@ -144,13 +135,13 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
                 )
             },
             |n| {
-                calls(
+                gated_calls(
                     n,
                     // SAFETY: 64 bytes inside a live 4 KiB allocation of this
                     // table, from a live 64-byte host buffer, on a live
                     // native stream; the kind matches the pointers.
                     || check_raw(unsafe { copy(native.memory, src, 64, kind, ns) }, "mem_copy_async"),
-                    || Gate::direct(&native),
+                    || native.gate(),
                     || native.sync(),
                 )
             },
@@ -161,13 +152,20 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
     add(
         "xdal_event_record (enqueue only)",
         timing.measure_pair(
-            |n| calls(n, || check(xdal_event_record(e, s), "xdal_event_record"), || Gate::front(s), || stream.sync()),
+            |n| {
+                gated_calls(
+                    n,
+                    || check(xdal_event_record(e, s), "xdal_event_record"),
+                    || Gate::front(s),
+                    || stream.sync(),
+                )
+            },
             |n| {
                 // SAFETY: a live native event and stream of this table.
-                calls(
+                gated_calls(
                     n,
                     || check_raw(unsafe { record(ne, ns) }, "event_record"),
-                    || Gate::direct(&native),
+                    || native.gate(),
                     || native.sync(),
                 )
             },
@@ -179,7 +177,7 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
         "xdal_launch_kernel empty 1x1x1 (enqueue only)",
         timing.measure_pair(
             |n| {
-                calls(
+                gated_calls(
                     n,
                     || check(xdal_launch_kernel(function, ONE, ONE, 0, s, null(), 0), "xdal_launch_kernel"),
                     || Gate::front(s),
@@ -187,13 +185,13 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
                 )
             },
             |n| {
-                calls(
+                gated_calls(
                     n,
                     // SAFETY: a live native function and stream of this table,
                     // valid dimensions, no shared memory, no arguments (which
                     // the empty kernel takes).
                     || check_raw(unsafe { launch(native.function, ONE, ONE, 0, ns, null(), 0) }, "launch_kernel"),
-                    || Gate::direct(&native),
+                    || native.gate(),
                     || native.sync(),
                 )
             },
@@ -202,81 +200,14 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
     Ok(())
 }
 
-/// Calls held back by one gate: the queue stays this short, as in a
-/// program that keeps a stream busy, instead of growing by hundreds of
-/// megabytes over a batch, whose page faults and fresh allocations would
-/// then be most of every figure, on both sides alike, and its noise.
-const CALLS_PER_GATE: u64 = 1024;
-
-/// `n` calls of `call`, in runs of at most `CALLS_PER_GATE`: each run is
-/// timed while a gate from `gate` holds the stream; then the gate opens
-/// and `drain` synchronizes the stream, outside the timing.
-fn calls(
-    n: u64,
-    mut call: impl FnMut() -> Res<()>,
-    mut gate: impl FnMut() -> Res<Gate>,
-    mut drain: impl FnMut() -> Res<()>,
-) -> Res<Duration> {
-    let mut took = Duration::ZERO;
-    let mut left = n;
-    while left > 0 {
-        let run = left.min(CALLS_PER_GATE);
-        let held = gate()?;
-        took += timed(|| (0..run).try_for_each(|_| call()))?;
-        drop(held);
-        drain()?;
-        left -= run;
-    }
-    Ok(took)
-}
-
-/// A host function at the head of a stream that runs until the gate is
-/// dropped: work enqueued behind it waits, untouched. It sleeps (a spinning
-/// gate would take a core from the thread being measured). One gate is up
-/// at a time (batches run one after the other, each ending with its stream
-/// synchronized), so they share one flag, which outlives every host
-/// function waiting on it.
-struct Gate;
-
-static GATE_OPEN: Mutex<bool> = Mutex::new(true);
-static GATE_OPENED: Condvar = Condvar::new();
-
-fn set_gate(open: bool) {
-    *GATE_OPEN.lock().unwrap_or_else(|e| e.into_inner()) = open;
-    if open {
-        GATE_OPENED.notify_all();
-    }
-}
-
-impl Gate {
-    fn front(stream: xdal_stream_t) -> Res<Gate> {
-        set_gate(false);
-        let gate = Gate;
-        check(xdal_launch_host_func(stream, Some(wait_for_gate), null_mut()), "xdal_launch_host_func")?;
-        Ok(gate)
-    }
-
-    fn direct(native: &Native) -> Res<Gate> {
-        set_gate(false);
-        let gate = Gate;
-        let enqueue = entry!(native.table, launch_host_func);
-        // SAFETY: a live native stream of this table and a host function
-        // that takes no argument.
-        check_raw(unsafe { enqueue(native.stream, Some(wait_for_gate), null_mut()) }, "launch_host_func")?;
-        Ok(gate)
-    }
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        set_gate(true);
-    }
-}
-
-/// Waits until the gate opens.
-unsafe extern "C" fn wait_for_gate(_: *mut c_void) {
-    let mut open = GATE_OPEN.lock().unwrap_or_else(|e| e.into_inner());
-    while !*open {
-        open = GATE_OPENED.wait(open).unwrap_or_else(|e| e.into_inner());
+impl Native {
+    /// A gate at the head of the native stream.
+    fn gate(&self) -> Res<Gate> {
+        let enqueue = entry!(self.table, launch_host_func);
+        Gate::new(|wait| {
+            // SAFETY: a live native stream of this table and a host
+            // function that takes no argument.
+            check_raw(unsafe { enqueue(self.stream, Some(wait), null_mut()) }, "launch_host_func")
+        })
     }
 }

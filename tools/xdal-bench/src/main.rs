@@ -10,6 +10,7 @@ mod api;
 mod cli;
 mod copies;
 mod dispatch;
+mod gate;
 mod kernels;
 mod report;
 mod scaling;
