@@ -12,6 +12,7 @@ mod copies;
 mod dispatch;
 mod gate;
 mod kernels;
+mod machine;
 mod report;
 mod scaling;
 mod stats;
@@ -71,8 +72,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let timing = Timing::new(cli.quick, cli.reps.map(usize::from));
     let started = Instant::now();
+    let round_trip_at_start = machine::core_round_trip_ns();
     let mut rows = Vec::new();
     let outcome = run(&cli, &timing, &mut rows);
+    let core_round_trip_ns = [round_trip_at_start, machine::core_round_trip_ns()];
     let (mut major, mut minor, mut patch) = (0, 0, 0);
     xdal_get_version(&mut major, &mut minor, &mut patch);
     let info = RunInfo {
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
         batch_ms: timing.batch.as_secs_f64() * 1e3,
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         wall_seconds: started.elapsed().as_secs_f64(),
+        core_round_trip_ns,
     };
     let heading = format!(
         "xdal-bench {}: xdal {} on backend {}, device 0: {}; {} CPUs; {} mode: median (min .. max) of {} batches of ~{} ms each; {:.0} s in all",
@@ -99,7 +103,11 @@ fn main() -> ExitCode {
         info.batch_ms,
         info.wall_seconds
     );
-    let text = format!("{heading}\n{}\n{}", report::table(&rows), report::target_summary(&rows));
+    let machine = format!(
+        "core-to-core round trip of a cache line: {:.0} ns at the start, {:.0} ns at the end (see docs/performance.md)",
+        core_round_trip_ns[0], core_round_trip_ns[1]
+    );
+    let text = format!("{heading}\n{machine}\n{}\n{}", report::table(&rows), report::target_summary(&rows));
     let json_target = cli.json_target();
     // With JSON on stdout, the table goes to stderr.
     if json_target == Some(None) {

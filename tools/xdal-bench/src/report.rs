@@ -299,6 +299,8 @@ pub struct RunInfo {
     pub batch_ms: f64,
     pub cpus: usize,
     pub wall_seconds: f64,
+    /// `machine::core_round_trip_ns` at the start and at the end of the run.
+    pub core_round_trip_ns: [f64; 2],
 }
 
 #[derive(Serialize)]
