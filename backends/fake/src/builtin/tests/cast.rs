@@ -1,6 +1,6 @@
 //! `cast_<s>_<d>` for all 196 pairs, on every grid, and in place.
 use super::*;
-use crate::dtype::{for_each_elem, Class, Elem};
+use crate::dtype::{Class, Elem};
 
 /// What a cast must give, by the slow exact route: bits kept for the same
 /// type; 0/1 through bool; from `i64` for integer sources; from the exact
@@ -17,45 +17,44 @@ pub(super) fn reference<S: Elem, D: Elem>(s: S) -> D {
     }
 }
 
-fn pair<S: Elem, D: Elem>(rng: &mut Rng) {
-    let name = format!("cast_{}_{}", S::DTYPE.name(), D::DTYPE.name());
-    for grid in GRIDS {
-        for n in [0usize, 1, 37, 130] {
-            let what = format!("{name} n={n} grid={grid:?}");
-            let src: Vec<S> = (0..n).map(|_| rng.any()).collect();
-            let want: Vec<D> = src.iter().map(|&s| reference(s)).collect();
-            let mut sb = Buf::of(&src);
-            let used = D::DTYPE.bytes_for(n as u64).unwrap();
-            let mut db = Buf::filled(used + 2, 0xC3);
-            assert_eq!(launch(&name, grid, &[sb.arg(), db.arg(), u64_arg(n as u64)]), 0, "{what}");
-            check(&what, &db.elems::<D>(n), &want);
-            assert!(db.bytes()[used..].iter().all(|&b| b == 0xC3), "{what}: past the end");
-            if D::DTYPE.is_packed() && n % 2 == 1 {
-                assert_eq!(db.bytes()[used - 1] >> 4, 0xC, "{what}: the nibble after the end");
+/// Casts `src` with the kernel `name` (`(const S *src, D *dst, uint64_t
+/// n)`) on `grid`, and checks the result against `reference`, that no byte
+/// past the end is written (nor the high nibble after an odd packed end),
+/// and that the source is unchanged.
+pub(super) fn check_cast<S: Elem, D: Elem>(name: &str, grid: (u32, u32, u32), src: &[S], reference: fn(S) -> D) {
+    let n = src.len();
+    let what = format!("{name} n={n} grid={grid:?}");
+    let want: Vec<D> = src.iter().map(|&s| reference(s)).collect();
+    let mut sb = Buf::of(src);
+    let used = D::DTYPE.bytes_for(n as u64).unwrap();
+    let mut db = Buf::filled(used + 2, 0xC3);
+    assert_eq!(launch(name, grid, &[sb.arg(), db.arg(), u64_arg(n as u64)]), 0, "{what}");
+    check(&what, &db.elems::<D>(n), &want);
+    assert!(db.bytes()[used..].iter().all(|&b| b == 0xC3), "{what}: past the end");
+    if D::DTYPE.is_packed() && n % 2 == 1 {
+        assert_eq!(db.bytes()[used - 1] >> 4, 0xC, "{what}: the nibble after the end");
+    }
+    check(&format!("{what} src"), &sb.elems::<S>(n), src);
+}
+
+/// `cast_<s>_<d>` on any bits of the source type.
+struct Casts;
+
+impl PairTest for Casts {
+    fn pair<S: Elem, D: Elem>(rng: &mut Rng) {
+        let name = format!("cast_{}_{}", S::DTYPE.name(), D::DTYPE.name());
+        for grid in GRIDS {
+            for n in [0usize, 1, 37, 130] {
+                let src: Vec<S> = (0..n).map(|_| rng.any()).collect();
+                check_cast(&name, grid, &src, reference::<S, D>);
             }
-            check(&format!("{what} src"), &sb.elems::<S>(n), &src);
         }
     }
 }
 
-fn from<S: Elem>(rng: &mut Rng) {
-    macro_rules! to {
-        ($d:ty) => {
-            pair::<S, $d>(rng)
-        };
-    }
-    for_each_elem!(to);
-}
-
 #[test]
 fn every_pair_on_every_grid() {
-    let mut rng = Rng::new(3);
-    macro_rules! run {
-        ($s:ty) => {
-            from::<$s>(&mut rng)
-        };
-    }
-    for_each_elem!(run);
+    every_pair::<Casts>(&mut Rng::new(3));
 }
 
 /// Casts between types of the same width may work in place.

@@ -14,7 +14,7 @@ mod sum_dim;
 mod trunc;
 
 use super::find;
-use crate::dtype::{Class, Elem};
+use crate::dtype::{for_each_elem, Class, Elem};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed};
 use xdal_abi::{xdal_dim3_t, xdal_kernel_context_t};
@@ -22,6 +22,29 @@ use xdal_abi::{xdal_dim3_t, xdal_kernel_context_t};
 /// Grid shapes every kernel is run on: one block, seven, a 2x3 grid, and
 /// more blocks than elements.
 pub(super) const GRIDS: [(u32, u32, u32); 4] = [(1, 1, 1), (7, 1, 1), (2, 3, 1), (300, 1, 1)];
+
+/// A test run once for each (source, destination) pair of element types.
+pub(super) trait PairTest {
+    fn pair<S: Elem, D: Elem>(rng: &mut Rng);
+}
+
+/// Runs `T::pair` for all 196 pairs of element types.
+pub(super) fn every_pair<T: PairTest>(rng: &mut Rng) {
+    fn from<T: PairTest, S: Elem>(rng: &mut Rng) {
+        macro_rules! to {
+            ($d:ty) => {
+                T::pair::<S, $d>(rng)
+            };
+        }
+        for_each_elem!(to);
+    }
+    macro_rules! run {
+        ($s:ty) => {
+            from::<T, $s>(rng)
+        };
+    }
+    for_each_elem!(run);
+}
 
 /// A small deterministic random source (64-bit LCG, high bits out).
 pub(super) struct Rng(u64);

@@ -1,51 +1,31 @@
 //! `cast_trunc_<s>_<d>` for all 196 pairs, on every grid, against the
 //! reference of `dtype::tests_trunc`; and values written out by hand.
+use super::cast::check_cast;
 use super::*;
 use crate::dtype::tests_trunc::reference;
-use crate::dtype::{for_each_elem, Elem};
+use crate::dtype::Elem;
 
-fn pair<S: Elem, D: Elem>(rng: &mut Rng) {
-    let name = format!("cast_trunc_{}_{}", S::DTYPE.name(), D::DTYPE.name());
-    for grid in GRIDS {
-        for n in [0usize, 1, 37, 130] {
-            let what = format!("{name} n={n} grid={grid:?}");
-            // Half any bits, half values near the integers (where
-            // truncation and rounding differ) and E4M3's limit.
-            let src: Vec<S> = (0..n)
-                .map(|i| if i % 2 == 0 { rng.any() } else { S::from_f64((rng.next() % 4000) as f64 / 4.0 - 500.0) })
-                .collect();
-            let want: Vec<D> = src.iter().map(|&s| reference(s)).collect();
-            let mut sb = Buf::of(&src);
-            let used = D::DTYPE.bytes_for(n as u64).unwrap();
-            let mut db = Buf::filled(used + 2, 0xC3);
-            assert_eq!(launch(&name, grid, &[sb.arg(), db.arg(), u64_arg(n as u64)]), 0, "{what}");
-            check(&what, &db.elems::<D>(n), &want);
-            assert!(db.bytes()[used..].iter().all(|&b| b == 0xC3), "{what}: past the end");
-            if D::DTYPE.is_packed() && n % 2 == 1 {
-                assert_eq!(db.bytes()[used - 1] >> 4, 0xC, "{what}: the nibble after the end");
+/// `cast_trunc_<s>_<d>`: half any bits, half values near the integers
+/// (where truncation and rounding differ) and E4M3's limit.
+struct Truncating;
+
+impl PairTest for Truncating {
+    fn pair<S: Elem, D: Elem>(rng: &mut Rng) {
+        let name = format!("cast_trunc_{}_{}", S::DTYPE.name(), D::DTYPE.name());
+        for grid in GRIDS {
+            for n in [0usize, 1, 37, 130] {
+                let src: Vec<S> = (0..n)
+                    .map(|i| if i % 2 == 0 { rng.any() } else { S::from_f64((rng.next() % 4000) as f64 / 4.0 - 500.0) })
+                    .collect();
+                check_cast(&name, grid, &src, reference::<S, D>);
             }
         }
     }
 }
 
-fn from<S: Elem>(rng: &mut Rng) {
-    macro_rules! to {
-        ($d:ty) => {
-            pair::<S, $d>(rng)
-        };
-    }
-    for_each_elem!(to);
-}
-
 #[test]
 fn trunc_every_pair_on_every_grid() {
-    let mut rng = Rng::new(21);
-    macro_rules! run {
-        ($s:ty) => {
-            from::<$s>(&mut rng)
-        };
-    }
-    for_each_elem!(run);
+    every_pair::<Truncating>(&mut Rng::new(21));
 }
 
 #[test]
