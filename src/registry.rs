@@ -263,17 +263,12 @@ impl Registry {
 
     #[inline]
     fn cached_side_in(recent: &RecentPlaces, addr: usize, bytes: usize) -> Option<Option<c_int>> {
-        for entry in &recent.entries {
-            let Recent { lo, len, bound, device } = entry.get();
-            let offset = addr.wrapping_sub(lo);
-            if offset < len {
-                // `bound >= len > offset`: no overflow. `bytes - 1`: an
-                // empty range is never answered here (freed memory's bound
-                // of 0 would let it through).
-                return (bytes.wrapping_sub(1) < bound - offset).then_some((device >= 0).then_some(device));
-            }
-        }
-        None
+        let Recent { lo, bound, device, .. } = recent.entries[Self::recent_index(recent, addr)?].get();
+        // `bound - offset` cannot overflow: a live allocation's bound is its
+        // length, host memory's is unbounded, and freed memory's entry is
+        // one byte wide (offset 0). `bytes - 1`: an empty range is never
+        // answered here (freed memory's bound of 0 would let it through).
+        (bytes.wrapping_sub(1) < bound - (addr - lo)).then_some((device >= 0).then_some(device))
     }
 
     /// The allocation that contains `addr`, interior addresses included.
