@@ -292,7 +292,9 @@ fn start(label: &str, table: xdal_backend_v1_t) -> Result<Backend, Error> {
     if count < 0 {
         return Err(err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "backend {label} reports {count} devices"));
     }
-    backend.device_count = count;
+    // Consumers size per-device tables with XDAL_MAX_DEVICES: devices past
+    // it stay invisible rather than overrun them.
+    backend.device_count = count.min(XDAL_MAX_DEVICES);
     if count > 0 && backend.table.device_get_stream_priority_range.is_some() {
         let (mut least, mut greatest) = (0, 0);
         call!(&backend, device_get_stream_priority_range(0, &mut least, &mut greatest))
@@ -300,14 +302,14 @@ fn start(label: &str, table: xdal_backend_v1_t) -> Result<Backend, Error> {
         backend.priority_least = least;
         backend.priority_greatest = greatest;
     }
-    for device in 0..count {
+    for device in 0..backend.device_count {
         // SAFETY: all-zero bytes are a valid xdal_device_properties_t.
         let mut props: xdal_device_properties_t = unsafe { std::mem::zeroed() };
         props.struct_size = size_of::<xdal_device_properties_t>();
         call!(&backend, device_get_properties(device, &mut props)).map_err(|e| unavailable_because(label, e))?;
         backend.properties.push(props);
     }
-    backend.defaults = (0..count).map(|_| OnceLock::new()).collect();
+    backend.defaults = (0..backend.device_count).map(|_| OnceLock::new()).collect();
     Ok(backend)
 }
 

@@ -1,6 +1,12 @@
 //! Device description.
 use core::ffi::c_char;
 
+/// The most devices the library shows: device indices run from 0 to
+/// `XDAL_MAX_DEVICES - 1`, so a consumer may size per-device tables with
+/// it. A backend that reports more has only its first `XDAL_MAX_DEVICES`
+/// devices visible.
+pub const XDAL_MAX_DEVICES: i32 = 64;
+
 /// What a device is and can do. Extensible: the caller sets `struct_size`
 /// to `sizeof(xdal_device_properties_t)` of the header it compiled against;
 /// the library writes only the fields that fit in that size.

@@ -3,6 +3,12 @@
 use crate::xdal_status_raw;
 use core::ffi::c_void;
 
+/// The most dimensions a strided built-in kernel (`copy_strided_<t>`,
+/// `cast_strided_<s>_<d>`, `fill_strided_<t>`, ...) walks: its sizes and
+/// strides arguments are arrays of this many 64-bit entries, passed by
+/// value, whatever `ndim` is.
+pub const XDAL_STRIDED_MAX_DIMS: u32 = 16;
+
 /// A grid or block extent, or a block index.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -11,6 +11,22 @@
 #include <stdlib.h>
 
 /**
+ * The most devices the library shows: device indices run from 0 to
+ * `XDAL_MAX_DEVICES - 1`, so a consumer may size per-device tables with
+ * it. A backend that reports more has only its first `XDAL_MAX_DEVICES`
+ * devices visible.
+ */
+#define XDAL_MAX_DEVICES 64
+
+/**
+ * The most dimensions a strided built-in kernel (`copy_strided_<t>`,
+ * `cast_strided_<s>_<d>`, `fill_strided_<t>`, ...) walks: its sizes and
+ * strides arguments are arrays of this many 64-bit entries, passed by
+ * value, whatever `ndim` is.
+ */
+#define XDAL_STRIDED_MAX_DIMS 16
+
+/**
  * `xdal_stream_create` flag: an ordinary stream. Streams never synchronize
  * implicitly with each other, the default stream included.
  */

@@ -9,6 +9,22 @@
 #include "xdal.h"
 
 /**
+ * The most devices the library shows: device indices run from 0 to
+ * `XDAL_MAX_DEVICES - 1`, so a consumer may size per-device tables with
+ * it. A backend that reports more has only its first `XDAL_MAX_DEVICES`
+ * devices visible.
+ */
+#define XDAL_MAX_DEVICES 64
+
+/**
+ * The most dimensions a strided built-in kernel (`copy_strided_<t>`,
+ * `cast_strided_<s>_<d>`, `fill_strided_<t>`, ...) walks: its sizes and
+ * strides arguments are arrays of this many 64-bit entries, passed by
+ * value, whatever `ndim` is.
+ */
+#define XDAL_STRIDED_MAX_DIMS 16
+
+/**
  * The object behind a backend's native event handle; defined by the backend.
  */
 typedef struct xdal_backend_event_s xdal_backend_event_s;

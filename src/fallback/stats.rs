@@ -20,7 +20,7 @@ struct DeviceCounts {
     reserved_seen: AtomicU64,
 }
 
-const MAX_DEVICES: usize = 256;
+const MAX_DEVICES: usize = xdal_abi::XDAL_MAX_DEVICES as usize;
 
 /// What the front puts in `peak_reserved_bytes` before asking the backend:
 /// still there afterwards, the backend does not know the field.

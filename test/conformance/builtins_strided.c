@@ -14,14 +14,12 @@
 
 #include "builtins_common.h"
 
-#define MAX_DIMS 16
-
 /* Sizes and strides in elements; entries past ndim are not used (the
    launches put garbage there). */
 typedef struct layout {
   uint64_t ndim;
-  uint64_t sizes[MAX_DIMS];
-  int64_t src[MAX_DIMS], dst[MAX_DIMS];
+  uint64_t sizes[XDAL_STRIDED_MAX_DIMS];
+  int64_t src[XDAL_STRIDED_MAX_DIMS], dst[XDAL_STRIDED_MAX_DIMS];
   const char *text;
 } layout_t;
 
@@ -47,7 +45,7 @@ static const layout_t layouts[] = {
 static void check_sixteen(void) {
   const layout_t *l = &layouts[7];
   int64_t step = 1;
-  for (int k = MAX_DIMS - 1; k >= 0; k--) {
+  for (int k = XDAL_STRIDED_MAX_DIMS - 1; k >= 0; k--) {
     CHECK_EQ(l->dst[k], step);
     step = step * (int64_t)l->sizes[k] + 1;
   }
@@ -84,13 +82,13 @@ static void extent(const layout_t *l, const int64_t *strides, size_t *origin, si
 
 /* The three dimension arguments, with garbage past ndim. */
 typedef struct dims {
-  uint64_t ndim, sizes[MAX_DIMS];
-  int64_t src[MAX_DIMS], dst[MAX_DIMS];
+  uint64_t ndim, sizes[XDAL_STRIDED_MAX_DIMS];
+  int64_t src[XDAL_STRIDED_MAX_DIMS], dst[XDAL_STRIDED_MAX_DIMS];
 } dims_t;
 
 static void dims_of(const layout_t *l, dims_t *d) {
   d->ndim = l->ndim;
-  for (int k = 0; k < MAX_DIMS; k++) {
+  for (int k = 0; k < XDAL_STRIDED_MAX_DIMS; k++) {
     int used = (uint64_t)k < l->ndim;
     d->sizes[k] = used ? l->sizes[k] : 0xBAD0000000000000ull + (uint64_t)k;
     d->src[k] = used ? l->src[k] : -0x7777;
@@ -275,9 +273,9 @@ static void test_strided_arg_sizes(void) {
   void *a = bt_dev(256), *b = bt_dev(256);
   REQUIRE(a && b);
   REQUIRE(bt_poison(b, 256));
-  uint64_t ndim = 1, sizes[MAX_DIMS] = {4}, big[32] = {0};
+  uint64_t ndim = 1, sizes[XDAL_STRIDED_MAX_DIMS] = {4}, big[32] = {0};
   uint32_t ndim4 = 1;
-  int64_t one[MAX_DIMS] = {1};
+  int64_t one[XDAL_STRIDED_MAX_DIMS] = {1};
   float value = 2.0f;
   double value8 = 2.0;
   xdal_kernel_arg_t five[] = {{&a, 8}, {&b, 8}, {&ndim, 8}, {sizes, 128}, {one, 128}};
@@ -347,8 +345,8 @@ static void test_strided_refusals(void) {
   void *a = bt_dev(4096), *b = bt_dev(4096), *null = NULL;
   REQUIRE(a && b);
   void *a16 = (unsigned char *)a + 16, *odd = (unsigned char *)b + 2;
-  uint64_t ndim = 2, ndim17 = 17, sizes[MAX_DIMS] = {4, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  int64_t rows[MAX_DIMS] = {3, 1}, broadcast[MAX_DIMS] = {0, 1}, transposed[MAX_DIMS] = {1, 4};
+  uint64_t ndim = 2, ndim17 = XDAL_STRIDED_MAX_DIMS + 1, sizes[XDAL_STRIDED_MAX_DIMS] = {4, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  int64_t rows[XDAL_STRIDED_MAX_DIMS] = {3, 1}, broadcast[XDAL_STRIDED_MAX_DIMS] = {0, 1}, transposed[XDAL_STRIDED_MAX_DIMS] = {1, 4};
   float value = 1.0f;
 #define COPY(src, dst, nd, s, d)                                                                                \
   {                                                                                                             \
@@ -372,10 +370,10 @@ static void test_strided_refusals(void) {
   expect_kernel_failure(&c, fill, fill_zero, 5, "a fill with a stride of 0 over 4 elements");
   /* Allowed: a stride of 0 over one element, nothing to do with NULL
      arrays, and the same elements in place. */
-  uint64_t one_row[MAX_DIMS] = {1, 3};
+  uint64_t one_row[XDAL_STRIDED_MAX_DIMS] = {1, 3};
   xdal_kernel_arg_t single[] = {{&a, 8}, {&b, 8}, {&ndim, 8}, {one_row, 128}, {rows, 128}, {broadcast, 128}};
   CHECK(bt_run(&c, copy, &bt_shapes[2], single, 6, "a stride of 0 over one element"));
-  uint64_t empty[MAX_DIMS] = {4, 0};
+  uint64_t empty[XDAL_STRIDED_MAX_DIMS] = {4, 0};
   xdal_kernel_arg_t nothing[] = {{&null, 8}, {&null, 8}, {&ndim, 8}, {empty, 128}, {rows, 128}, {rows, 128}};
   CHECK(bt_run(&c, copy, &bt_shapes[2], nothing, 6, "no elements, NULL arrays"));
   xdal_kernel_arg_t in_place[] = COPY(a, a, ndim, transposed, transposed);

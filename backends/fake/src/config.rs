@@ -4,7 +4,8 @@ use std::env;
 /// What `XDAL_FAKE_*` asked for. Documented in the README.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
-    /// `XDAL_FAKE_DEVICE_COUNT`: simulated devices, 0 to 64 (default 2).
+    /// `XDAL_FAKE_DEVICE_COUNT`: simulated devices, 0 to
+    /// `XDAL_MAX_DEVICES` (64; default 2).
     pub device_count: usize,
     /// `XDAL_FAKE_MEMORY_BYTES`: capacity of each device (default 16 GiB);
     /// a byte count with an optional K, M, G or T suffix (powers of 1024).
@@ -15,7 +16,7 @@ pub(crate) struct Config {
     pub workers: usize,
 }
 
-const MAX_DEVICES: usize = 64;
+const MAX_DEVICES: usize = xdal_abi::XDAL_MAX_DEVICES as usize;
 const MIN_MEMORY: usize = 1 << 20;
 const MAX_MEMORY: usize = 1 << 44;
 

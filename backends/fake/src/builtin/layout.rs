@@ -9,11 +9,11 @@
 //! becomes one dimension with stride 1 (the dense path) and a strided one
 //! walks long innermost runs. Nothing here allocates.
 use std::ops::Range;
-use xdal_abi::xdal_status;
+use xdal_abi::{xdal_status, XDAL_STRIDED_MAX_DIMS};
 
-/// The most dimensions a strided kernel takes.
-pub(crate) const MAX_DIMS: usize = 16;
-/// The byte size of a sizes or strides argument: 16 64-bit entries.
+/// The most dimensions a strided kernel takes (`XDAL_STRIDED_MAX_DIMS`).
+pub(crate) const MAX_DIMS: usize = XDAL_STRIDED_MAX_DIMS as usize;
+/// The byte size of a sizes or strides argument: `MAX_DIMS` 64-bit entries.
 pub(crate) const DIMS_BYTES: usize = MAX_DIMS * 8;
 
 /// A validated, simplified strided index space shared by `SIDES` arrays
