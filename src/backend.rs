@@ -1,6 +1,7 @@
 //! Choosing, loading and calling the backend. The front knows a backend only
 //! through its `xdal_backend_v1_t` table; the built-in fake backend is
 //! reached through the same getter signature a plugin exports.
+use crate::builtin_backends::{self, BuiltinBackend};
 use crate::error::{err, Error, XResult};
 use crate::objects::StreamObj;
 use std::ffi::{c_int, CStr, CString};
@@ -144,25 +145,29 @@ extern "C" {
 }
 
 /// Picks the backend: `XDAL_BACKEND` (a built-in name or a plugin path),
-/// else a backend linked into the process (the weak default), else fake.
+/// else a backend linked into the process (the weak default), else the
+/// default built-in one.
 fn load() -> Result<Backend, Error> {
-    let fake = || ("fake".to_string(), Some(xdal_fake::xdal_fake_backend_get_v1 as _));
+    let builtin = |b: &BuiltinBackend| (b.name.to_string(), Some(b.getter));
     let requested = std::env::var("XDAL_BACKEND").unwrap_or_default();
     let (label, getter) = match requested.as_str() {
         // SAFETY: the shim only reads a weak symbol's address.
         "" => match unsafe { xdal_front_linked_backend_getter() } {
             Some(getter) => ("linked-in backend".to_string(), Some(getter)),
-            None => fake(),
+            None => builtin(builtin_backends::default_backend()),
         },
-        "fake" => fake(),
         path if path.contains('/') || path.ends_with(".so") => (path.to_string(), open_plugin(path)?),
-        name => {
-            return Err(err!(
-                XDAL_ERROR_BACKEND_UNAVAILABLE,
-                "XDAL_BACKEND={name:?} names no backend built into this library (built in: fake); \
-                 give a path to a plugin .so to load one"
-            ))
-        }
+        name => match builtin_backends::find(name) {
+            Some(b) => builtin(b),
+            None => {
+                return Err(err!(
+                    XDAL_ERROR_BACKEND_UNAVAILABLE,
+                    "XDAL_BACKEND={name:?} names no backend built into this library (built in: {}); \
+                     give a path to a plugin .so to load one",
+                    builtin_backends::names()
+                ))
+            }
+        },
     };
     let table = fetch_table(&label, getter)?;
     start(&label, table)
@@ -211,17 +216,12 @@ fn fetch_table(label: &str, getter: xdal_backend_get_v1_fn) -> Result<xdal_backe
     // SAFETY: the getter has the documented signature; it writes one pointer.
     let status = unsafe { getter(XDAL_ABI_VERSION_MAJOR, XDAL_ABI_VERSION_MINOR, &mut raw_table) };
     if status != xdal_status::XDAL_SUCCESS as xdal_status_raw {
-        let mut why = format!(
+        let why = format!(
             "backend {label} refused to start: its getter returned {} for this library's ABI {}.{}",
             xdal_status::from_raw(status).map_or("an unknown status", |s| s.name()),
             XDAL_ABI_VERSION_MAJOR,
             XDAL_ABI_VERSION_MINOR
         );
-        if label == "fake" {
-            if let Some(reason) = xdal_fake::startup_error() {
-                why = format!("fake backend cannot start: {reason}");
-            }
-        }
         let version = xdal_status::from_raw(status) == Some(xdal_status::XDAL_ERROR_VERSION_MISMATCH);
         return Err(if version {
             err!(XDAL_ERROR_VERSION_MISMATCH, "{why}")

@@ -89,11 +89,17 @@ pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> XResult<()
             error.status
         }
         Err(panic) => {
-            let text = xdal_fake::panic_text(&*panic);
+            let text = panic_text(&*panic);
             set_last_error(function, &format!("internal error (caught panic): {text}"));
             xdal_status::XDAL_ERROR_INTERNAL
         }
     }
+}
+
+/// The message a panic carried (`panic!` gives a `&str` or a `String`).
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    let text = panic.downcast_ref::<&str>().copied();
+    text.or_else(|| panic.downcast_ref::<String>().map(String::as_str)).unwrap_or("a panic without a message")
 }
 
 /// An output pointer the caller passed, checked non-NULL.

@@ -11,6 +11,7 @@
 
 mod api;
 mod backend;
+mod builtin_backends;
 mod error;
 mod fallback;
 mod handles;
@@ -19,4 +20,5 @@ mod registry;
 mod threads;
 
 pub use api::*;
+pub use builtin_backends::{BuiltinBackend, BUILTIN_BACKENDS};
 pub use xdal_abi as abi;

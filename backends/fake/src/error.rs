@@ -55,7 +55,7 @@ pub(crate) fn entry(body: impl FnOnce() -> FakeResult<()>) -> xdal_status_raw {
 }
 
 /// The text of a caught panic payload.
-pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = panic.downcast_ref::<String>() {

@@ -25,8 +25,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
-pub use error::panic_text;
-pub use table::{startup_error, xdal_fake_backend_get_v1};
+pub use table::xdal_fake_backend_get_v1;
 
 use config::Config;
 use device::FakeDevice;
@@ -72,8 +71,8 @@ fn started() -> Result<&'static Fake, &'static str> {
     FAKE.get_or_init(Fake::start).as_ref().map_err(String::as_str)
 }
 
-/// The started backend. Table entries are reachable only after a successful
-/// start, so this cannot fail there.
+/// The started backend. The front calls no entry but `device_get_count`
+/// before that one has succeeded, so this cannot fail there.
 pub(crate) fn fake() -> &'static Fake {
     started().expect("fake backend entry called before a successful start")
 }

@@ -204,11 +204,10 @@ fn smoke_pool() -> Step {
     ok(xdal_malloc_async(&mut a, 1 << 16, null_mut()), "xdal_malloc_async")?;
     ok(xdal_free_async(a, null_mut()), "xdal_free_async")?;
     ok(xdal_malloc_async(&mut b, 1 << 16, null_mut()), "xdal_malloc_async")?;
-    // Only a backend with its own pool promises reuse; the front's fallback
-    // allocates afresh.
-    // SAFETY: xdal_backend_name never returns NULL.
-    let pooled = unsafe { CStr::from_ptr(xdal_backend_name()) } == c"fake";
-    ensure(!pooled || a == b, "the pool did not reuse a freed block on the same stream")?;
+    // Reuse of the freed block is a pool's choice, not a promise (the
+    // front's fallback allocates afresh): conformance tests it where a
+    // backend pools; here both blocks only have to work.
+    ok(xdal_memset_async(b, 0, 1 << 16, null_mut()), "xdal_memset_async")?;
     ok(xdal_free_async(b, null_mut()), "xdal_free_async")?;
     ok(xdal_stream_synchronize(null_mut()), "xdal_stream_synchronize(NULL)")?;
     ok(xdal_mem_get_stats(0, &mut stats), "xdal_mem_get_stats")?;
@@ -292,6 +291,8 @@ fn main() -> ExitCode {
     let (mut major, mut minor, mut patch) = (0, 0, 0);
     xdal_get_version(&mut major, &mut minor, &mut patch);
     println!("xdal {major}.{minor}.{patch} (ABI {XDAL_ABI_VERSION_MAJOR}.{XDAL_ABI_VERSION_MINOR})");
+    let builtin: Vec<String> = BUILTIN_BACKENDS.iter().map(|b| format!("{} ({})", b.name, b.runs_on)).collect();
+    println!("built-in backends: {}", builtin.join(", "));
     let init = xdal_init();
     if init != xdal_status::XDAL_SUCCESS {
         println!("backend: none could start ({}): {}", status_name(init), last_error());

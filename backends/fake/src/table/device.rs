@@ -8,9 +8,14 @@ use xdal_abi::*;
 pub(crate) const LEAST_PRIORITY: c_int = 0;
 pub(crate) const GREATEST_PRIORITY: c_int = -2;
 
+/// The first entry the front calls: it starts the simulation, and a start
+/// that failed is `XDAL_ERROR_BACKEND_UNAVAILABLE` with the reason.
 pub(super) unsafe extern "C" fn get_count(count: *mut c_int) -> xdal_status_raw {
-    // SAFETY: the front passes a valid output pointer.
-    entry(|| unsafe { write_out(count, crate::fake().devices.len() as c_int) })
+    entry(|| {
+        let fake = crate::started().map_err(|why| failure!(XDAL_ERROR_BACKEND_UNAVAILABLE, "{why}"))?;
+        // SAFETY: the front passes a valid output pointer.
+        unsafe { write_out(count, fake.devices.len() as c_int) }
+    })
 }
 
 pub(super) unsafe extern "C" fn get_properties(device: c_int, props: *mut xdal_device_properties_t) -> xdal_status_raw {

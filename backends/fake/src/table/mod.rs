@@ -79,18 +79,12 @@ pub unsafe extern "C" fn xdal_fake_backend_get_v1(
     if front_abi_major != XDAL_ABI_VERSION_MAJOR {
         return xdal_status::XDAL_ERROR_VERSION_MISMATCH as xdal_status_raw;
     }
-    let started = std::panic::catch_unwind(crate::started).unwrap_or(Err("the fake backend panicked while starting"));
-    if started.is_err() {
-        return xdal_status::XDAL_ERROR_BACKEND_UNAVAILABLE as xdal_status_raw;
-    }
+    // The simulation starts at the first `device_get_count`, which reports
+    // a start that failed (a bad `XDAL_FAKE_*` value) with its reason
+    // through `last_error_message`, as any backend's table would.
     // SAFETY: checked non-NULL above; the caller provides the storage.
     unsafe { *table = &TABLE };
     xdal_status::XDAL_SUCCESS as xdal_status_raw
-}
-
-/// Why the backend could not start, if it could not.
-pub fn startup_error() -> Option<String> {
-    crate::started().err().map(str::to_string)
 }
 
 unsafe extern "C" fn last_error_message() -> *const c_char {
