@@ -32,18 +32,28 @@ pub(crate) fn backend() -> XResult<&'static Backend> {
     BACKEND.get_or_init(load).as_ref().map_err(Clone::clone)
 }
 
-/// Calls a table entry: a NULL entry is `XDAL_ERROR_NOT_SUPPORTED`; a
-/// failure carries the backend's message.
-macro_rules! call {
-    ($backend:expr, $entry:ident($($arg:expr),* $(,)?)) => {{
+/// Calls a table entry when the backend fills it, else evaluates
+/// `$otherwise` (the generic code built on other entries, in
+/// `crate::dispatch`). A failure carries the backend's message.
+macro_rules! call_or {
+    ($backend:expr, $entry:ident($($arg:expr),* $(,)?), $otherwise:expr) => {{
         let backend: &$crate::backend::Backend = $backend;
         match backend.table.$entry {
             // SAFETY: the entry comes from a table validated at load, and the
             // front has checked every argument as the entry's documentation
             // in xdal_backend.h says it does.
             Some(entry) => backend.check(unsafe { entry($($arg),*) }),
-            None => Err(backend.not_supported(stringify!($entry))),
+            None => $otherwise,
         }
+    }};
+}
+pub(crate) use call_or;
+
+/// Calls a table entry: a NULL entry is `XDAL_ERROR_NOT_SUPPORTED`.
+macro_rules! call {
+    ($backend:expr, $entry:ident($($arg:expr),* $(,)?)) => {{
+        let backend: &$crate::backend::Backend = $backend;
+        $crate::backend::call_or!(backend, $entry($($arg),*), Err(backend.not_supported(stringify!($entry))))
     }};
 }
 pub(crate) use call;

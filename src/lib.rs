@@ -12,8 +12,8 @@
 mod api;
 mod backend;
 mod builtin_backends;
+mod dispatch;
 mod error;
-mod fallback;
 mod handles;
 mod objects;
 mod registry;

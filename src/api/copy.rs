@@ -211,7 +211,7 @@ pub extern "C" fn xdal_memcpy_async(
             return Ok(());
         }
         let copy = check_copy(backend, dst, src, bytes, kind)?;
-        crate::fallback::stream::copy_async(backend, &stream, copy.dst, copy.src, bytes, copy.kind)
+        crate::dispatch::stream::copy_async(backend, &stream, copy.dst, copy.src, bytes, copy.kind)
     })
 }
 
@@ -240,7 +240,7 @@ pub extern "C" fn xdal_memcpy_peer(
             }
         }
         after_default_stream(backend)?;
-        crate::fallback::memory::copy_peer(backend, dst, dst_device, src, src_device, bytes)
+        crate::dispatch::memory::copy_peer(backend, dst, dst_device, src, src_device, bytes)
     })
 }
 
@@ -255,7 +255,7 @@ pub extern "C" fn xdal_memset(dst: *mut c_void, value: c_int, bytes: usize) -> x
         }
         check_set(backend, dst, bytes)?;
         after_default_stream(backend)?;
-        crate::fallback::memory::set(backend, dst, value, bytes)
+        crate::dispatch::memory::set(backend, dst, value, bytes)
     })
 }
 
@@ -275,6 +275,6 @@ pub extern "C" fn xdal_memset_async(
             return Ok(());
         }
         check_set(backend, dst, bytes)?;
-        crate::fallback::stream::set_async(backend, &stream, dst, value, bytes)
+        crate::dispatch::stream::set_async(backend, &stream, dst, value, bytes)
     })
 }

@@ -73,7 +73,7 @@ pub extern "C" fn xdal_device_synchronize() -> xdal_status_t {
     boundary("xdal_device_synchronize", || {
         let backend = backend()?;
         let device = backend.device(current_device())?;
-        crate::fallback::device::synchronize(backend, device)
+        crate::dispatch::device::synchronize(backend, device)
     })
 }
 
@@ -99,7 +99,7 @@ pub extern "C" fn xdal_device_can_access_peer(can_access: *mut c_int, device: c_
         let backend = backend()?;
         backend.device(device)?;
         backend.device(peer)?;
-        can_access.write(crate::fallback::device::can_access_peer(backend, device, peer)?);
+        can_access.write(crate::dispatch::device::can_access_peer(backend, device, peer)?);
         Ok(())
     })
 }
@@ -111,7 +111,7 @@ pub extern "C" fn xdal_mem_get_info(free_bytes: *mut usize, total_bytes: *mut us
         let (free_out, total_out) = (Out::new(free_bytes, "free_bytes")?, Out::new(total_bytes, "total_bytes")?);
         let backend = backend()?;
         let device = backend.device(current_device())?;
-        let (free, total) = crate::fallback::device::mem_info(backend, device)?;
+        let (free, total) = crate::dispatch::device::mem_info(backend, device)?;
         free_out.write(free);
         total_out.write(total);
         Ok(())

@@ -42,7 +42,7 @@ pub extern "C" fn xdal_event_record(event: xdal_event_t, stream: xdal_stream_t) 
     boundary("xdal_event_record", || {
         let event = crate::objects::event(event)?;
         let stream = crate::objects::stream(stream)?;
-        crate::fallback::event::record(backend()?, &event, &stream)
+        crate::dispatch::event::record(backend()?, &event, &stream)
     })
 }
 
@@ -74,7 +74,7 @@ pub extern "C" fn xdal_event_elapsed_time(ms: *mut f32, start: xdal_event_t, end
     boundary("xdal_event_elapsed_time", || {
         let out = Out::new(ms, "ms")?;
         let (start, end) = (crate::objects::event(start)?, crate::objects::event(end)?);
-        out.write(crate::fallback::event::elapsed_ms(backend()?, &start, &end)?);
+        out.write(crate::dispatch::event::elapsed_ms(backend()?, &start, &end)?);
         Ok(())
     })
 }

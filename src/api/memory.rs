@@ -3,7 +3,7 @@
 use crate::api::device::check_struct_size;
 use crate::backend::{backend, call, Backend};
 use crate::error::{bail, boundary, err, Error, Out, XResult};
-use crate::fallback::memory::{count_alloc, count_free};
+use crate::dispatch::memory::{count_alloc, count_free};
 use crate::registry::{Allocation, Memory, REGISTRY};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
@@ -89,7 +89,7 @@ pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
         let device = allocation.device().unwrap_or_default();
         // Pending work may still use the block: wait for it, as cudaFree
         // does. A sticky error belongs to that work, not to this free.
-        let _ = crate::fallback::device::synchronize(backend, device);
+        let _ = crate::dispatch::device::synchronize(backend, device);
         call!(backend, mem_free(device, ptr)).inspect_err(|_| REGISTRY.insert(allocation))?;
         count_free(backend, device, allocation.size);
         Ok(())
@@ -104,7 +104,7 @@ pub extern "C" fn xdal_malloc_host(ptr: *mut *mut c_void, size: usize) -> xdal_s
         let out = Out::new(ptr, "ptr")?;
         check_size(size)?;
         let backend = backend()?;
-        let addr = crate::fallback::memory::alloc_host(backend, size)?;
+        let addr = crate::dispatch::memory::alloc_host(backend, size)?;
         REGISTRY.insert(Allocation { base: addr as usize, size, memory: Memory::Host });
         out.write(addr);
         Ok(())
@@ -123,7 +123,7 @@ pub extern "C" fn xdal_free_host(ptr: *mut c_void) -> xdal_status_t {
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, |a| a.memory == Memory::Host) else {
             return Err(not_freeable(backend, ptr, Memory::Host));
         };
-        crate::fallback::memory::free_host(backend, ptr, allocation.size).inspect_err(|_| REGISTRY.insert(allocation))
+        crate::dispatch::memory::free_host(backend, ptr, allocation.size).inspect_err(|_| REGISTRY.insert(allocation))
     })
 }
 
@@ -137,7 +137,7 @@ pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: 
         check_size(size)?;
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
-        let addr = crate::fallback::memory::alloc_async(backend, &stream, size)?;
+        let addr = crate::dispatch::memory::alloc_async(backend, &stream, size)?;
         let memory = Memory::Device { device: stream.device, pooled: true };
         REGISTRY.insert(Allocation { base: addr as usize, size, memory });
         out.write(addr);
@@ -160,7 +160,7 @@ pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xd
             return Err(not_freeable(backend, ptr, Memory::Device { device: 0, pooled: true }));
         };
         let device = allocation.device().unwrap_or_default();
-        crate::fallback::memory::free_async(backend, &stream, device, ptr)
+        crate::dispatch::memory::free_async(backend, &stream, device, ptr)
             .inspect_err(|_| REGISTRY.insert(allocation))?;
         count_free(backend, device, allocation.size);
         Ok(())
@@ -213,7 +213,7 @@ pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t
         check_struct_size(&stats, "stats")?;
         let backend = backend()?;
         backend.device(device)?;
-        let value = crate::fallback::device::mem_stats(backend, device)?;
+        let value = crate::dispatch::device::mem_stats(backend, device)?;
         // SAFETY: the caller's struct holds `struct_size` bytes, checked above.
         unsafe { write_sized(stats.as_ptr(), &value) };
         Ok(())
@@ -226,7 +226,7 @@ pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t
 pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
     boundary("xdal_mem_reset_peak_stats", || {
         let backend = backend()?;
-        crate::fallback::device::reset_peak(backend, backend.device(device)?)
+        crate::dispatch::device::reset_peak(backend, backend.device(device)?)
     })
 }
 
@@ -236,6 +236,6 @@ pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
 pub extern "C" fn xdal_mem_empty_cache(device: c_int) -> xdal_status_t {
     boundary("xdal_mem_empty_cache", || {
         let backend = backend()?;
-        crate::fallback::device::empty_cache(backend, backend.device(device)?)
+        crate::dispatch::device::empty_cache(backend, backend.device(device)?)
     })
 }

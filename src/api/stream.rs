@@ -111,7 +111,7 @@ pub extern "C" fn xdal_stream_wait_event(stream: xdal_stream_t, event: xdal_even
     boundary("xdal_stream_wait_event", || {
         let stream = crate::objects::stream(stream)?;
         let event = crate::objects::event(event)?;
-        crate::fallback::stream::wait_event(backend()?, &stream, &event)
+        crate::dispatch::stream::wait_event(backend()?, &stream, &event)
     })
 }
 

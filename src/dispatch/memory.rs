@@ -1,7 +1,8 @@
-//! Memory fallbacks, each built on the backend's required entries.
-use crate::backend::{call, Backend};
+//! Memory operations: the backend's entry, or a fallback built on its
+//! required entries.
+use crate::backend::{call, call_or, Backend};
+use crate::dispatch::stats;
 use crate::error::{err, XResult};
-use crate::fallback::stats;
 use crate::objects::StreamObj;
 use std::ffi::{c_int, c_void};
 use xdal_abi::xdal_memcpy_kind::*;
@@ -11,9 +12,10 @@ const CHUNK: usize = 1 << 20;
 
 /// Sets device memory. Fallback: copies from a filled host buffer.
 pub(crate) fn set(backend: &'static Backend, dst: *mut c_void, value: c_int, bytes: usize) -> XResult<()> {
-    if backend.table.mem_set.is_some() {
-        return call!(backend, mem_set(dst, value, bytes));
-    }
+    call_or!(backend, mem_set(dst, value, bytes), set_by_copies(backend, dst, value, bytes))
+}
+
+fn set_by_copies(backend: &'static Backend, dst: *mut c_void, value: c_int, bytes: usize) -> XResult<()> {
     let pattern = vec![value as u8; bytes.min(CHUNK)];
     for offset in (0..bytes).step_by(CHUNK) {
         let len = (bytes - offset).min(CHUNK);
@@ -32,9 +34,19 @@ pub(crate) fn copy_peer(
     src_device: c_int,
     bytes: usize,
 ) -> XResult<()> {
-    if backend.table.mem_copy_peer.is_some() {
-        return call!(backend, mem_copy_peer(dst, dst_device, src, src_device, bytes));
-    }
+    call_or!(
+        backend,
+        mem_copy_peer(dst, dst_device, src, src_device, bytes),
+        copy_peer_through_host(backend, dst, src, bytes)
+    )
+}
+
+fn copy_peer_through_host(
+    backend: &'static Backend,
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+) -> XResult<()> {
     let mut staging = vec![0u8; bytes.min(CHUNK)];
     for offset in (0..bytes).step_by(CHUNK) {
         let len = (bytes - offset).min(CHUNK);
@@ -55,12 +67,13 @@ fn page_len(size: usize) -> XResult<usize> {
 /// Pinned host memory. Fallback: page-aligned host memory.
 pub(crate) fn alloc_host(backend: &'static Backend, size: usize) -> XResult<*mut c_void> {
     let mut ptr = std::ptr::null_mut();
-    if backend.table.mem_alloc_host.is_some() {
-        call!(backend, mem_alloc_host(size, &mut ptr))?;
-        return Ok(ptr);
-    }
+    call_or!(backend, mem_alloc_host(size, &mut ptr), map_host(size).map(|mapped| ptr = mapped))?;
+    Ok(ptr)
+}
+
+fn map_host(size: usize) -> XResult<*mut c_void> {
     // SAFETY: an anonymous private mapping touches no existing memory.
-    ptr = unsafe {
+    let ptr = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
             page_len(size)?,
@@ -76,7 +89,9 @@ pub(crate) fn alloc_host(backend: &'static Backend, size: usize) -> XResult<*mut
     Ok(ptr)
 }
 
-/// Frees `alloc_host` memory of `size` bytes.
+/// Frees `alloc_host` memory of `size` bytes the way it was allocated: by
+/// the backend when it fills `mem_alloc_host` (xdal_backend.h makes
+/// `mem_free_host` required then), else by unmapping.
 pub(crate) fn free_host(backend: &'static Backend, ptr: *mut c_void, size: usize) -> XResult<()> {
     if backend.table.mem_alloc_host.is_some() {
         return call!(backend, mem_free_host(ptr));
@@ -91,16 +106,17 @@ pub(crate) fn free_host(backend: &'static Backend, ptr: *mut c_void, size: usize
 /// (and so by any later work of the stream).
 pub(crate) fn alloc_async(backend: &'static Backend, stream: &StreamObj, size: usize) -> XResult<*mut c_void> {
     let mut ptr = std::ptr::null_mut();
-    let result = if backend.table.mem_alloc_async.is_some() {
-        call!(backend, mem_alloc_async(stream.device, size, stream.native, &mut ptr))
-    } else {
+    let result = call_or!(
+        backend,
+        mem_alloc_async(stream.device, size, stream.native, &mut ptr),
         call!(backend, mem_alloc(stream.device, size, &mut ptr))
-    };
+    );
     count_alloc(backend, stream.device, size, &result);
     result.map(|()| ptr)
 }
 
-/// Stream-ordered free. Fallback: wait for the stream, then free.
+/// Stream-ordered free. Fallback: wait for the stream, then free. As for
+/// host memory, `mem_alloc_async` decides who made the block.
 pub(crate) fn free_async(
     backend: &'static Backend,
     stream: &StreamObj,

@@ -1,6 +1,7 @@
-//! Stream fallbacks: work the backend cannot enqueue itself runs as a host
-//! function on the stream, so it keeps its place in stream order.
-use crate::backend::{call, Backend};
+//! Stream operations: the backend's entry, or, for work the backend cannot
+//! enqueue itself, a host function on the stream doing it, so that it keeps
+//! its place in stream order.
+use crate::backend::{call, call_or, Backend};
 use crate::error::XResult;
 use crate::objects::{EventObj, StreamObj};
 use std::ffi::c_void;
@@ -52,18 +53,14 @@ pub(crate) fn copy_async(
     bytes: usize,
     kind: xdal_memcpy_kind,
 ) -> XResult<()> {
-    if backend.table.mem_copy_async.is_some() {
-        return call!(backend, mem_copy_async(dst, src, bytes, kind, stream.native));
-    }
-    let (dst, src) = (SendPtr(dst), SendPtr(src as *mut c_void));
-    enqueue(
-        backend,
-        stream,
-        Box::new(move || {
+    call_or!(backend, mem_copy_async(dst, src, bytes, kind, stream.native), {
+        let (dst, src) = (SendPtr(dst), SendPtr(src as *mut c_void));
+        let copy = move || {
             let (dst, src) = (dst, src);
             call!(backend, mem_copy(dst.0, src.0, bytes, kind))
-        }),
-    )
+        };
+        enqueue(backend, stream, Box::new(copy))
+    })
 }
 
 /// Enqueues a set. Fallback: a host function doing the synchronous set.
@@ -74,24 +71,17 @@ pub(crate) fn set_async(
     value: std::ffi::c_int,
     bytes: usize,
 ) -> XResult<()> {
-    if backend.table.mem_set_async.is_some() {
-        return call!(backend, mem_set_async(dst, value, bytes, stream.native));
-    }
-    let dst = SendPtr(dst);
-    enqueue(
-        backend,
-        stream,
-        Box::new(move || {
+    call_or!(backend, mem_set_async(dst, value, bytes, stream.native), {
+        let dst = SendPtr(dst);
+        let set = move || {
             let dst = dst;
-            crate::fallback::memory::set(backend, dst.0, value, bytes)
-        }),
-    )
+            crate::dispatch::memory::set(backend, dst.0, value, bytes)
+        };
+        enqueue(backend, stream, Box::new(set))
+    })
 }
 
 /// Makes the stream wait for an event. Fallback: wait on the host now.
 pub(crate) fn wait_event(backend: &'static Backend, stream: &StreamObj, event: &EventObj) -> XResult<()> {
-    if backend.table.stream_wait_event.is_some() {
-        return call!(backend, stream_wait_event(stream.native, event.native));
-    }
-    call!(backend, event_synchronize(event.native))
+    call_or!(backend, stream_wait_event(stream.native, event.native), call!(backend, event_synchronize(event.native)))
 }

@@ -1,7 +1,8 @@
-//! Device-level fallbacks.
-use crate::backend::{call, Backend};
+//! Device operations: the backend's entry, or a fallback built on its
+//! required entries.
+use crate::backend::{call, call_or, Backend};
+use crate::dispatch::stats;
 use crate::error::XResult;
-use crate::fallback::stats;
 use crate::objects::STREAMS;
 use std::ffi::c_int;
 use xdal_abi::xdal_mem_stats_t;
@@ -9,9 +10,10 @@ use xdal_abi::xdal_mem_stats_t;
 /// Waits for every stream of `device`. Fallback: synchronize each stream
 /// the front created there, the default stream included.
 pub(crate) fn synchronize(backend: &'static Backend, device: c_int) -> XResult<()> {
-    if backend.table.device_synchronize.is_some() {
-        return call!(backend, device_synchronize(device));
-    }
+    call_or!(backend, device_synchronize(device), synchronize_each_stream(backend, device))
+}
+
+fn synchronize_each_stream(backend: &'static Backend, device: c_int) -> XResult<()> {
     let mut first = Ok(());
     let streams = STREAMS.values().into_iter().filter(|s| s.device == device);
     for stream in streams.chain(backend.existing_default_stream(device).cloned()) {
@@ -23,24 +25,21 @@ pub(crate) fn synchronize(backend: &'static Backend, device: c_int) -> XResult<(
 
 /// Whether `device` reaches `peer`'s memory directly. Fallback: no.
 pub(crate) fn can_access_peer(backend: &'static Backend, device: c_int, peer: c_int) -> XResult<c_int> {
-    if backend.table.device_can_access_peer.is_none() {
-        return Ok(0);
-    }
     let mut value = 0;
-    call!(backend, device_can_access_peer(device, peer, &mut value))?;
+    call_or!(backend, device_can_access_peer(device, peer, &mut value), Ok(()))?;
     Ok(value)
 }
 
 /// Free and total bytes. Fallback: the capacity from the properties, minus
 /// what the front saw allocated.
 pub(crate) fn mem_info(backend: &'static Backend, device: c_int) -> XResult<(usize, usize)> {
-    if backend.table.mem_get_info.is_none() {
-        let total = backend.properties[device as usize].total_memory;
-        let used = stats::snapshot(device).allocated_bytes;
-        return Ok((total.saturating_sub(used) as usize, total as usize));
-    }
     let (mut free, mut total) = (0, 0);
-    call!(backend, mem_get_info(device, &mut free, &mut total))?;
+    call_or!(backend, mem_get_info(device, &mut free, &mut total), {
+        let capacity = backend.properties[device as usize].total_memory;
+        let used = stats::snapshot(device).allocated_bytes;
+        (free, total) = (capacity.saturating_sub(used) as usize, capacity as usize);
+        Ok(())
+    })?;
     Ok((free, total))
 }
 
@@ -48,15 +47,15 @@ pub(crate) fn mem_info(backend: &'static Backend, device: c_int) -> XResult<(usi
 /// against 1.0 does not write `peak_reserved_bytes`: the front completes
 /// it with a lower bound (`stats::complete_peak_reserved`).
 pub(crate) fn mem_stats(backend: &'static Backend, device: c_int) -> XResult<xdal_mem_stats_t> {
-    if backend.table.mem_get_stats.is_none() {
-        return Ok(stats::snapshot(device));
-    }
     let mut value = xdal_mem_stats_t {
         struct_size: std::mem::size_of::<xdal_mem_stats_t>(),
         peak_reserved_bytes: stats::UNWRITTEN,
         ..Default::default()
     };
-    call!(backend, mem_get_stats(device, &mut value))?;
+    call_or!(backend, mem_get_stats(device, &mut value), {
+        value = stats::snapshot(device);
+        Ok(())
+    })?;
     if value.peak_reserved_bytes == stats::UNWRITTEN {
         stats::complete_peak_reserved(device, &mut value);
     }
@@ -67,17 +66,13 @@ pub(crate) fn mem_stats(backend: &'static Backend, device: c_int) -> XResult<xda
 /// the front noted for a 1.0 backend's lower bound are forgotten either way.
 pub(crate) fn reset_peak(backend: &'static Backend, device: c_int) -> XResult<()> {
     stats::reset_reserved_seen(device);
-    if backend.table.mem_reset_peak_stats.is_none() {
+    call_or!(backend, mem_reset_peak_stats(device), {
         stats::reset_peak(device);
-        return Ok(());
-    }
-    call!(backend, mem_reset_peak_stats(device))
+        Ok(())
+    })
 }
 
 /// Releases cached memory. Fallback: nothing is cached.
 pub(crate) fn empty_cache(backend: &'static Backend, device: c_int) -> XResult<()> {
-    if backend.table.mem_empty_cache.is_none() {
-        return Ok(());
-    }
-    call!(backend, mem_empty_cache(device))
+    call_or!(backend, mem_empty_cache(device), Ok(()))
 }

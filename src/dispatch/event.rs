@@ -1,9 +1,9 @@
 //! Event timing for backends without `event_elapsed_time`: a host function
 //! enqueued at each record notes the host time at which the stream got
 //! there.
-use crate::backend::{call, Backend};
+use crate::backend::{call, call_or, Backend};
+use crate::dispatch::stream::enqueue;
 use crate::error::{bail, XResult};
-use crate::fallback::stream::enqueue;
 use crate::objects::{EventObj, StreamObj};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -33,11 +33,15 @@ pub(crate) fn record(backend: &'static Backend, event: &EventObj, stream: &Arc<S
 
 /// Milliseconds between two events.
 pub(crate) fn elapsed_ms(backend: &'static Backend, start: &EventObj, end: &EventObj) -> XResult<f32> {
-    if backend.table.event_elapsed_time.is_some() {
-        let mut ms = 0.0f32;
-        call!(backend, event_elapsed_time(&mut ms, start.native, end.native))?;
-        return Ok(ms);
-    }
+    let mut ms = 0.0f32;
+    call_or!(backend, event_elapsed_time(&mut ms, start.native, end.native), {
+        ms = elapsed_from_stamps(start, end)?;
+        Ok(())
+    })?;
+    Ok(ms)
+}
+
+fn elapsed_from_stamps(start: &EventObj, end: &EventObj) -> XResult<f32> {
     if (start.flags | end.flags) & XDAL_EVENT_DISABLE_TIMING != 0 {
         bail!(XDAL_ERROR_INVALID_VALUE, "an event was created with XDAL_EVENT_DISABLE_TIMING");
     }
