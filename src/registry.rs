@@ -7,33 +7,59 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
+use xdal_abi::xdal_memory_type;
 
+/// Which memory an address is in, as `xdal_memory_type_t` names it: the
+/// one answer that copies (the side of each pointer), sets, frees and
+/// pointer attributes ask for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Memory {
-    /// Device memory of `device`; `pooled` when it came from `malloc_async`.
-    Device { device: c_int, pooled: bool },
-    /// Pinned host memory from `malloc_host`.
+pub(crate) enum MemoryType {
+    /// Not xdal's: ordinary host memory.
+    Unregistered,
+    /// Pinned host memory from `xdal_malloc_host`.
     Host,
+    /// Memory of a device.
+    Device(c_int),
 }
 
+impl MemoryType {
+    #[inline]
+    pub fn is_device(self) -> bool {
+        matches!(self, MemoryType::Device(_))
+    }
+
+    /// The device, for device memory.
+    #[inline]
+    pub fn device(self) -> Option<c_int> {
+        match self {
+            MemoryType::Device(device) => Some(device),
+            _ => None,
+        }
+    }
+
+    /// The type and device `xdal_pointer_attributes_t` reports.
+    pub fn to_abi(self) -> (xdal_memory_type, c_int) {
+        match self {
+            MemoryType::Unregistered => (xdal_memory_type::XDAL_MEMORY_TYPE_UNREGISTERED, -1),
+            MemoryType::Host => (xdal_memory_type::XDAL_MEMORY_TYPE_HOST, -1),
+            MemoryType::Device(device) => (xdal_memory_type::XDAL_MEMORY_TYPE_DEVICE, device),
+        }
+    }
+}
+
+/// A live allocation: device memory (`xdal_malloc`, `xdal_malloc_async`)
+/// or pinned host memory; never `MemoryType::Unregistered`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Allocation {
     pub base: usize,
     pub size: usize,
-    pub memory: Memory,
+    pub memory: MemoryType,
 }
 
 impl Allocation {
     /// Bytes from `addr` (inside the allocation) to its end.
     pub fn room_after(&self, addr: usize) -> usize {
         self.base + self.size - addr
-    }
-
-    pub fn device(&self) -> Option<c_int> {
-        match self.memory {
-            Memory::Device { device, .. } => Some(device),
-            Memory::Host => None,
-        }
     }
 }
 
@@ -54,11 +80,11 @@ pub(crate) struct Registry {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Place {
     /// Inside a live allocation.
-    Live(Allocation),
+    Allocated(Allocation),
     /// In a device's address space but in no live allocation: freed memory.
-    DeviceSpace(c_int),
-    /// Neither: ordinary host memory.
-    Unknown,
+    Freed(c_int),
+    /// Neither: ordinary host memory (`MemoryType::Unregistered`).
+    Unregistered,
 }
 
 #[derive(Clone, Copy)]
@@ -82,33 +108,48 @@ const TOMBSTONE_SLACK: usize = 1024;
 /// Entries of each thread's cache of recent answers.
 const RECENT: usize = 4;
 
-/// One cached answer: every address in `[lo, lo + len)` is on `device`'s
-/// side of a copy (-1: the host), and a range starting at `lo + offset`
-/// may take `bound - offset` bytes: the allocation's end for live
-/// allocations, unbounded for ordinary host memory, and nothing for freed
-/// device memory, whose refusal the slow path explains (`len` is 1 for
-/// both kinds of address outside the allocations). A copy's check
-/// then needs one subtraction and two compares per side.
+/// One cached answer, in the fewest bytes a check has to read: every
+/// address in `[lo, lo + len)` is `memory_type()` memory, and a range
+/// starting at `lo + offset` may take `bound - offset` bytes: the
+/// allocation's end for live allocations, unbounded for ordinary host
+/// memory, and nothing for freed device memory, whose refusal the slow
+/// path explains (`len` is 1 for both kinds of address outside the
+/// allocations). A copy's check then needs one subtraction and two
+/// compares per side.
 #[derive(Clone, Copy)]
 struct Recent {
     lo: usize,
     len: usize,
     bound: usize,
-    device: c_int,
+    /// The memory type, packed: a device index, or one of the negative
+    /// codes below.
+    memory: c_int,
 }
 
 /// An entry no address is in.
-const EMPTY: Recent = Recent { lo: 0, len: 0, bound: 0, device: -1 };
+const EMPTY: Recent = Recent { lo: 0, len: 0, bound: 0, memory: Recent::UNREGISTERED };
 
 impl Recent {
+    const UNREGISTERED: c_int = -1;
+    const HOST: c_int = -2;
+
     fn of(place: Place, lo: usize, len: usize) -> Recent {
-        let (bound, device) = match place {
-            Place::Live(Allocation { memory: Memory::Device { device, .. }, .. }) => (len, device),
-            Place::Live(_) => (len, -1),
-            Place::Unknown => (usize::MAX, -1),
-            Place::DeviceSpace(_) => (0, -1),
+        let (bound, memory) = match place {
+            Place::Allocated(Allocation { memory: MemoryType::Device(device), .. }) => (len, device),
+            Place::Allocated(_) => (len, Self::HOST),
+            Place::Unregistered => (usize::MAX, Self::UNREGISTERED),
+            Place::Freed(_) => (0, Self::UNREGISTERED),
         };
-        Recent { lo, len, bound, device }
+        Recent { lo, len, bound, memory }
+    }
+
+    #[inline]
+    fn memory_type(self) -> MemoryType {
+        match self.memory {
+            device if device >= 0 => MemoryType::Device(device),
+            Self::HOST => MemoryType::Host,
+            _ => MemoryType::Unregistered,
+        }
     }
 }
 
@@ -131,7 +172,7 @@ thread_local! {
         RecentPlaces {
             key: Cell::new((0, u64::MAX)),
             entries: [const { Cell::new(EMPTY) }; RECENT],
-            places: [const { Cell::new(Place::Unknown) }; RECENT],
+            places: [const { Cell::new(Place::Unregistered) }; RECENT],
             next: Cell::new(0),
         }
     };
@@ -211,8 +252,8 @@ impl Registry {
             return place;
         }
         let (place, lo, hi) = match self.find(addr) {
-            Some(a) => (Place::Live(a), a.base, a.base + a.size),
-            None => (probe(addr).map_or(Place::Unknown, Place::DeviceSpace), addr, addr + 1),
+            Some(a) => (Place::Allocated(a), a.base, a.base + a.size),
+            None => (probe(addr).map_or(Place::Unregistered, Place::Freed), addr, addr + 1),
         };
         RECENT_PLACES.with(|recent| {
             if recent.key.replace(key) != key {
@@ -240,20 +281,21 @@ impl Registry {
         })
     }
 
-    /// The fast path of a copy's check, from this thread's cache only: for
-    /// each of `addrs`, `None` for host memory, `Some(device)` for `bytes`
-    /// that lie inside one live allocation of `device`. None when the cache
-    /// has no answer for one of them, or the answer is a refusal (then
-    /// `place` decides, and says why). Nothing of `Place` is built, and
-    /// both sides of a copy take one look at the thread's cache.
+    /// The fast path of a copy's check, from this thread's cache only: the
+    /// memory type of each of `addrs`, where `bytes` from it lie in one
+    /// memory (inside one live allocation, or in ordinary host memory).
+    /// None when the cache has no answer for one of them, or the answer is
+    /// a refusal (then `place` decides, and says why). Nothing of `Place`
+    /// is built, and both sides of a copy take one look at the thread's
+    /// cache.
     #[inline]
-    pub fn cached_sides<const N: usize>(&self, addrs: [usize; N], bytes: usize) -> Option<[Option<c_int>; N]> {
+    pub fn cached_sides<const N: usize>(&self, addrs: [usize; N], bytes: usize) -> Option<[MemoryType; N]> {
         let key = self.key();
         RECENT_PLACES.with(|recent| {
             if recent.key.get() != key {
                 return None;
             }
-            let mut sides = [None; N];
+            let mut sides = [MemoryType::Unregistered; N];
             for (side, &addr) in sides.iter_mut().zip(&addrs) {
                 *side = Self::cached_side_in(recent, addr, bytes)?;
             }
@@ -262,13 +304,13 @@ impl Registry {
     }
 
     #[inline]
-    fn cached_side_in(recent: &RecentPlaces, addr: usize, bytes: usize) -> Option<Option<c_int>> {
-        let Recent { lo, bound, device, .. } = recent.entries[Self::recent_index(recent, addr)?].get();
+    fn cached_side_in(recent: &RecentPlaces, addr: usize, bytes: usize) -> Option<MemoryType> {
+        let entry = recent.entries[Self::recent_index(recent, addr)?].get();
         // `bound - offset` cannot overflow: a live allocation's bound is its
         // length, host memory's is unbounded, and freed memory's entry is
         // one byte wide (offset 0). `bytes - 1`: an empty range is never
         // answered here (freed memory's bound of 0 would let it through).
-        (bytes.wrapping_sub(1) < bound - (addr - lo)).then_some((device >= 0).then_some(device))
+        (bytes.wrapping_sub(1) < entry.bound - (addr - entry.lo)).then(|| entry.memory_type())
     }
 
     /// The allocation that contains `addr`, interior addresses included.
@@ -293,22 +335,22 @@ mod tests {
     #[test]
     fn find_covers_interior_addresses_only() {
         let registry = Registry::new();
-        let memory = Memory::Device { device: 0, pooled: false };
+        let memory = MemoryType::Device(0);
         registry.insert(Allocation { base: 1000, size: 100, memory });
-        registry.insert(Allocation { base: 1100, size: 10, memory: Memory::Host });
+        registry.insert(Allocation { base: 1100, size: 10, memory: MemoryType::Host });
         assert!(registry.find(999).is_none());
         assert_eq!(registry.find(1000).unwrap().base, 1000);
         assert_eq!(registry.find(1099).unwrap().base, 1000);
-        assert_eq!(registry.find(1100).unwrap().memory, Memory::Host);
+        assert_eq!(registry.find(1100).unwrap().memory, MemoryType::Host);
         assert!(registry.find(1110).is_none());
         assert_eq!(registry.find(1050).unwrap().room_after(1050), 50);
         assert!(registry.remove_if(1050, |_| true).is_none(), "only bases can be removed");
-        assert!(registry.remove_if(1000, |a| a.memory == Memory::Host).is_none(), "the predicate is honoured");
-        assert!(matches!(registry.place(1050, |_| None), Place::Live(a) if a.base == 1000));
-        assert!(matches!(registry.place(5000, |_| Some(1)), Place::DeviceSpace(1)));
-        assert!(matches!(registry.place(5000, |_| None), Place::DeviceSpace(1)), "cached");
+        assert!(registry.remove_if(1000, |a| a.memory == MemoryType::Host).is_none(), "the predicate is honoured");
+        assert!(matches!(registry.place(1050, |_| None), Place::Allocated(a) if a.base == 1000));
+        assert!(matches!(registry.place(5000, |_| Some(1)), Place::Freed(1)));
+        assert!(matches!(registry.place(5000, |_| None), Place::Freed(1)), "cached");
         assert!(registry.remove_if(1000, |_| true).is_some());
-        assert!(matches!(registry.place(1050, |_| None), Place::Unknown), "the cache is invalidated by a free");
+        assert!(matches!(registry.place(1050, |_| None), Place::Unregistered), "the cache is invalidated by a free");
         assert!(registry.remove_if(1000, |_| true).is_none(), "a double free finds nothing");
         // A new allocation over the freed range (starting before it) is found
         // everywhere inside it, the old tombstone notwithstanding.
@@ -326,23 +368,31 @@ mod tests {
     fn cached_sides_answer_only_what_fits() {
         let registry = Registry::new();
         let cached_sides_one = |addr, bytes| registry.cached_sides([addr], bytes).map(|[side]| side);
-        registry.insert(Allocation { base: 1000, size: 100, memory: Memory::Device { device: 1, pooled: false } });
-        registry.insert(Allocation { base: 2000, size: 100, memory: Memory::Host });
+        registry.insert(Allocation { base: 1000, size: 100, memory: MemoryType::Device(1) });
+        registry.insert(Allocation { base: 2000, size: 100, memory: MemoryType::Host });
         assert!(cached_sides_one(1010, 8).is_none(), "nothing asked yet: no answer");
         // Answers come from `place` and are reused for ranges that fit.
         registry.place(1010, |_| None);
         registry.place(2010, |_| None);
         registry.place(5000, |_| None);
         registry.place(7000, |_| Some(0));
-        assert_eq!(cached_sides_one(1050, 50), Some(Some(1)));
+        assert_eq!(cached_sides_one(1050, 50), Some(MemoryType::Device(1)));
         assert_eq!(cached_sides_one(1050, 51), None, "a device range that overruns takes the slow path");
-        assert_eq!(cached_sides_one(2000, 100), Some(None), "pinned host memory");
+        assert_eq!(cached_sides_one(2000, 100), Some(MemoryType::Host), "pinned host memory");
         assert_eq!(cached_sides_one(2050, 51), None, "a pinned range that overruns takes the slow path");
-        assert_eq!(cached_sides_one(5000, 1 << 20), Some(None), "ordinary host memory is not bounded");
+        assert_eq!(
+            cached_sides_one(5000, 1 << 20),
+            Some(MemoryType::Unregistered),
+            "ordinary host memory is not bounded"
+        );
         assert_eq!(cached_sides_one(7000, 1), None, "freed device memory is never answered from the cache");
         assert_eq!(cached_sides_one(7000, 0), None, "nor an empty range in it");
         assert_eq!(cached_sides_one(1050, 0), None, "empty ranges are never answered from the cache");
-        assert_eq!(registry.cached_sides([1010, 5000], 8), Some([Some(1), None]), "both sides of a copy at once");
+        assert_eq!(
+            registry.cached_sides([1010, 5000], 8),
+            Some([MemoryType::Device(1), MemoryType::Unregistered]),
+            "both sides of a copy at once"
+        );
         assert_eq!(registry.cached_sides([1010, 7000], 8), None, "no answer unless both sides have one");
         // Any change to the registry invalidates every answer.
         assert!(registry.remove_if(2000, |_| true).is_some());

@@ -5,27 +5,20 @@
 use crate::api::memory::address_device;
 use crate::backend::{backend, call, Backend};
 use crate::error::{bail, boundary, require, XResult};
-use crate::registry::{Memory, Place, REGISTRY};
+use crate::registry::{MemoryType, Place, REGISTRY};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
 use xdal_abi::xdal_memcpy_kind::*;
 use xdal_abi::*;
 
-/// Where one side of a copy lives.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Side {
-    Host,
-    Device(c_int),
-}
-
 /// Classifies `[addr, addr + bytes)`, refusing ranges that run past their
 /// allocation and device addresses outside any live allocation.
-fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult<Side> {
+fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult<MemoryType> {
     if let Some([side]) = REGISTRY.cached_sides([addr], bytes) {
-        return Ok(side.map_or(Side::Host, Side::Device));
+        return Ok(side);
     }
     match REGISTRY.place(addr, |addr| address_device(backend, addr)) {
-        Place::Live(a) => {
+        Place::Allocated(a) => {
             let room = a.room_after(addr);
             if bytes > room {
                 bail!(
@@ -36,16 +29,13 @@ fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult
                     bytes - room
                 );
             }
-            Ok(match a.memory {
-                Memory::Device { device, .. } => Side::Device(device),
-                Memory::Host => Side::Host,
-            })
+            Ok(a.memory)
         }
-        Place::DeviceSpace(device) => bail!(
+        Place::Freed(device) => bail!(
             XDAL_ERROR_INVALID_POINTER,
             "{role} {addr:#x} lies in device {device}'s memory but in no live allocation (freed already?)"
         ),
-        Place::Unknown => Ok(Side::Host),
+        Place::Unregistered => Ok(MemoryType::Unregistered),
     }
 }
 
@@ -67,7 +57,7 @@ fn parse_kind(kind: xdal_memcpy_kind_raw) -> XResult<xdal_memcpy_kind> {
 }
 
 /// A checked copy: the kind resolved, both sides validated.
-struct Copy {
+struct CheckedCopy {
     dst: *mut c_void,
     src: *const c_void,
     kind: xdal_memcpy_kind,
@@ -84,11 +74,11 @@ fn check_copy(
     src: *const c_void,
     bytes: usize,
     kind: xdal_memcpy_kind,
-) -> XResult<Copy> {
+) -> XResult<CheckedCopy> {
     if let Some([dst_side, src_side]) = REGISTRY.cached_sides([dst as usize, src as usize], bytes) {
-        let inferred = infer_kind(src_side.is_some(), dst_side.is_some());
+        let inferred = infer_kind(src_side.is_device(), dst_side.is_device());
         if !dst.is_null() && !src.is_null() && (kind == XDAL_MEMCPY_DEFAULT || kind == inferred) {
-            return Ok(Copy { dst, src, kind: inferred });
+            return Ok(CheckedCopy { dst, src, kind: inferred });
         }
     }
     check_copy_slowly(backend, dst, src, bytes, kind)
@@ -114,13 +104,12 @@ fn check_copy_slowly(
     src: *const c_void,
     bytes: usize,
     kind: xdal_memcpy_kind,
-) -> XResult<Copy> {
+) -> XResult<CheckedCopy> {
     require(dst, "dst")?;
     require(src, "src")?;
     let (dst_side, src_side) =
         (classify(backend, dst as usize, bytes, "destination")?, classify(backend, src as usize, bytes, "source")?);
-    let is_device = |side: Side| matches!(side, Side::Device(_));
-    let inferred = infer_kind(is_device(src_side), is_device(dst_side));
+    let inferred = infer_kind(src_side.is_device(), dst_side.is_device());
     if kind != XDAL_MEMCPY_DEFAULT && kind != inferred {
         let (want_src, want_dst) = match kind {
             XDAL_MEMCPY_HOST_TO_HOST => (false, false),
@@ -128,7 +117,7 @@ fn check_copy_slowly(
             XDAL_MEMCPY_DEVICE_TO_HOST => (true, false),
             _ => (true, true),
         };
-        let (role, addr, wanted) = if want_src != is_device(src_side) {
+        let (role, addr, wanted) = if want_src != src_side.is_device() {
             ("source", src as usize, want_src)
         } else {
             ("destination", dst as usize, want_dst)
@@ -148,13 +137,13 @@ fn check_copy_slowly(
             memory(!wanted)
         );
     }
-    Ok(Copy { dst, src, kind: inferred })
+    Ok(CheckedCopy { dst, src, kind: inferred })
 }
 
 /// Checks that `dst` can be set: `bytes` of live device memory.
 fn check_set(backend: &Backend, dst: *mut c_void, bytes: usize) -> XResult<()> {
     require(dst, "dst")?;
-    if classify(backend, dst as usize, bytes, "destination")? == Side::Host {
+    if !classify(backend, dst as usize, bytes, "destination")?.is_device() {
         bail!(XDAL_ERROR_INVALID_POINTER, "{dst:p} is not device memory");
     }
     Ok(())
@@ -235,7 +224,7 @@ pub extern "C" fn xdal_memcpy_peer(
         require(dst, "dst")?;
         require(src, "src")?;
         for (role, addr, device) in [("destination", dst as usize, dst_device), ("source", src as usize, src_device)] {
-            if classify(backend, addr, bytes, role)? != Side::Device(device) {
+            if classify(backend, addr, bytes, role)? != MemoryType::Device(device) {
                 bail!(XDAL_ERROR_INVALID_POINTER, "the {role} {addr:#x} is not memory of device {device}");
             }
         }

@@ -2,9 +2,9 @@
 //! allocator statistics.
 use crate::api::device::check_struct_size;
 use crate::backend::{backend, call, Backend};
-use crate::error::{bail, boundary, err, Error, Out, XResult};
 use crate::dispatch::memory::{count_alloc, count_free};
-use crate::registry::{Allocation, Memory, REGISTRY};
+use crate::error::{bail, boundary, err, Error, Out, XResult};
+use crate::registry::{Allocation, MemoryType, REGISTRY};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
 use xdal_abi::*;
@@ -18,7 +18,7 @@ pub(crate) fn address_device(backend: &Backend, addr: usize) -> Option<c_int> {
 }
 
 /// Explains why `ptr` cannot be freed as `wanted` memory.
-fn not_freeable(backend: &Backend, ptr: *mut c_void, wanted: Memory) -> Error {
+fn not_freeable(backend: &Backend, ptr: *mut c_void, wanted: MemoryType) -> Error {
     let addr = ptr as usize;
     match REGISTRY.find(addr) {
         Some(a) if a.base != addr => err!(
@@ -27,7 +27,7 @@ fn not_freeable(backend: &Backend, ptr: *mut c_void, wanted: Memory) -> Error {
             a.size,
             a.base
         ),
-        Some(a) if a.memory == Memory::Host => {
+        Some(a) if a.memory == MemoryType::Host => {
             err!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is pinned host memory: free it with xdal_free_host")
         }
         Some(_) => err!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is device memory: free it with xdal_free"),
@@ -35,7 +35,7 @@ fn not_freeable(backend: &Backend, ptr: *mut c_void, wanted: Memory) -> Error {
             (Some(device), _) => {
                 err!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is not a live allocation of device {device} (freed already?)")
             }
-            (None, Memory::Host) => err!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is not memory from xdal_malloc_host"),
+            (None, MemoryType::Host) => err!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is not memory from xdal_malloc_host"),
             (None, _) => err!(
                 XDAL_ERROR_INVALID_POINTER,
                 "{ptr:p} is not device memory from xdal_malloc (a host pointer, or freed already?)"
@@ -45,7 +45,7 @@ fn not_freeable(backend: &Backend, ptr: *mut c_void, wanted: Memory) -> Error {
 }
 
 fn is_device(a: &Allocation) -> bool {
-    matches!(a.memory, Memory::Device { .. })
+    a.memory.is_device()
 }
 
 fn check_size(size: usize) -> XResult<()> {
@@ -67,7 +67,7 @@ pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status
         let result = call!(backend, mem_alloc(device, size, &mut addr));
         count_alloc(backend, device, size, &result);
         result?;
-        REGISTRY.insert(Allocation { base: addr as usize, size, memory: Memory::Device { device, pooled: false } });
+        REGISTRY.insert(Allocation { base: addr as usize, size, memory: MemoryType::Device(device) });
         out.write(addr);
         Ok(())
     })
@@ -84,9 +84,9 @@ pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
             return Ok(());
         }
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
-            return Err(not_freeable(backend, ptr, Memory::Device { device: 0, pooled: false }));
+            return Err(not_freeable(backend, ptr, MemoryType::Device(0)));
         };
-        let device = allocation.device().unwrap_or_default();
+        let device = allocation.memory.device().unwrap_or_default();
         // Pending work may still use the block: wait for it, as cudaFree
         // does. A sticky error belongs to that work, not to this free.
         let _ = crate::dispatch::device::synchronize(backend, device);
@@ -105,7 +105,7 @@ pub extern "C" fn xdal_malloc_host(ptr: *mut *mut c_void, size: usize) -> xdal_s
         check_size(size)?;
         let backend = backend()?;
         let addr = crate::dispatch::memory::alloc_host(backend, size)?;
-        REGISTRY.insert(Allocation { base: addr as usize, size, memory: Memory::Host });
+        REGISTRY.insert(Allocation { base: addr as usize, size, memory: MemoryType::Host });
         out.write(addr);
         Ok(())
     })
@@ -120,8 +120,8 @@ pub extern "C" fn xdal_free_host(ptr: *mut c_void) -> xdal_status_t {
         if ptr.is_null() {
             return Ok(());
         }
-        let Some(allocation) = REGISTRY.remove_if(ptr as usize, |a| a.memory == Memory::Host) else {
-            return Err(not_freeable(backend, ptr, Memory::Host));
+        let Some(allocation) = REGISTRY.remove_if(ptr as usize, |a| a.memory == MemoryType::Host) else {
+            return Err(not_freeable(backend, ptr, MemoryType::Host));
         };
         crate::dispatch::memory::free_host(backend, ptr, allocation.size).inspect_err(|_| REGISTRY.insert(allocation))
     })
@@ -138,7 +138,7 @@ pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: 
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
         let addr = crate::dispatch::memory::alloc_async(backend, &stream, size)?;
-        let memory = Memory::Device { device: stream.device, pooled: true };
+        let memory = MemoryType::Device(stream.device);
         REGISTRY.insert(Allocation { base: addr as usize, size, memory });
         out.write(addr);
         Ok(())
@@ -157,9 +157,9 @@ pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xd
         }
         let stream = crate::objects::stream(stream)?;
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
-            return Err(not_freeable(backend, ptr, Memory::Device { device: 0, pooled: true }));
+            return Err(not_freeable(backend, ptr, MemoryType::Device(0)));
         };
-        let device = allocation.device().unwrap_or_default();
+        let device = allocation.memory.device().unwrap_or_default();
         crate::dispatch::memory::free_async(backend, &stream, device, ptr)
             .inspect_err(|_| REGISTRY.insert(allocation))?;
         count_free(backend, device, allocation.size);
@@ -189,10 +189,7 @@ pub extern "C" fn xdal_pointer_get_attributes(
         if let Some(a) = REGISTRY.find(ptr as usize) {
             value.base = a.base as *mut c_void;
             value.size = a.size;
-            (value.type_, value.device) = match a.memory {
-                Memory::Device { device, .. } => (xdal_memory_type::XDAL_MEMORY_TYPE_DEVICE, device),
-                Memory::Host => (xdal_memory_type::XDAL_MEMORY_TYPE_HOST, -1),
-            };
+            (value.type_, value.device) = a.memory.to_abi();
         }
         // SAFETY: the caller's struct holds `struct_size` bytes, checked above.
         unsafe { write_sized(attrs.as_ptr(), &value) };
