@@ -18,7 +18,7 @@ pub(crate) struct Backend {
     pub priority_least: c_int,
     pub priority_greatest: c_int,
     /// Each device's properties, read once: launches are checked against them.
-    pub properties: Vec<xdal_device_properties_t>,
+    properties: Vec<xdal_device_properties_t>,
     defaults: Vec<OnceLock<Arc<StreamObj>>>,
 }
 
@@ -98,7 +98,7 @@ impl Backend {
     }
 
     /// Checks a device index.
-    pub fn device(&self, device: c_int) -> XResult<c_int> {
+    pub fn device(&self, device: c_int) -> XResult<DeviceIndex> {
         if device < 0 || device >= self.device_count {
             return Err(err!(
                 XDAL_ERROR_INVALID_DEVICE,
@@ -107,12 +107,18 @@ impl Backend {
                 self.device_count - 1
             ));
         }
-        Ok(device)
+        Ok(DeviceIndex(device))
+    }
+
+    /// The properties the backend reported for `device` at start.
+    pub fn properties(&self, device: DeviceIndex) -> &xdal_device_properties_t {
+        &self.properties[device.index()]
     }
 
     /// The default stream of `device` (checked), created on first use.
     pub fn default_stream(&'static self, device: c_int) -> XResult<&'static Arc<StreamObj>> {
-        let slot = &self.defaults[self.device(device)? as usize];
+        let device = self.device(device)?;
+        let slot = &self.defaults[device.index()];
         if let Some(stream) = slot.get() {
             return Ok(stream);
         }
@@ -123,6 +129,29 @@ impl Backend {
     /// The default stream of `device` if it was ever used.
     pub fn existing_default_stream(&self, device: c_int) -> Option<&Arc<StreamObj>> {
         self.defaults.get(usize::try_from(device).ok()?)?.get()
+    }
+}
+
+/// A device index that `Backend::device` checked: the only way to make one,
+/// so the front's per-device tables can be indexed with it without another
+/// check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DeviceIndex(c_int);
+
+impl DeviceIndex {
+    /// The index as the ABI spells it.
+    #[inline]
+    pub fn get(self) -> c_int {
+        self.0
+    }
+
+    /// The index into a per-device table.
+    #[inline]
+    pub fn index(self) -> usize {
+        // `Backend::device` checked 0 <= index < device_count.
+        #[allow(clippy::cast_sign_loss)]
+        let index = self.0 as usize;
+        index
     }
 }
 

@@ -10,12 +10,15 @@
 //! and borrows the object in place. A destroy racing a call marks the
 //! slot dead; the last pin to go drops the object and frees the slot, so
 //! a call never sees its object vanish, and destroying never waits.
+use crate::lock::IgnorePoison;
 use std::cell::UnsafeCell;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 
 const INDEX_BITS: u32 = 24;
+// Handles are 64-bit tokens (tag, generation, slot) carried in pointers.
+const _: () = assert!(usize::BITS == 64, "xdal's handles need 64-bit pointers");
 const GENERATION_BITS: u32 = 24;
 const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 const GENERATION_MASK: u64 = (1 << GENERATION_BITS) - 1;
@@ -115,7 +118,7 @@ impl<T> HandleTable<T> {
     }
 
     fn allocator(&self) -> std::sync::MutexGuard<'_, Allocator> {
-        self.allocator.lock().unwrap_or_else(|e| e.into_inner())
+        self.allocator.lock().ignore_poison()
     }
 
     fn slot(&self, index: u32) -> Option<&Slot<T>> {
@@ -230,7 +233,10 @@ impl<T> HandleTable<T> {
     }
 
     fn encode(&self, index: u32, generation: u64) -> usize {
-        ((u64::from(self.tag) << TAG_SHIFT) | (generation << INDEX_BITS) | u64::from(index)) as usize
+        // A handle is 64 bits wide: see the assertion on usize below.
+        #[allow(clippy::cast_possible_truncation)]
+        let handle = ((u64::from(self.tag) << TAG_SHIFT) | (generation << INDEX_BITS) | u64::from(index)) as usize;
+        handle
     }
 
     fn decode(&self, handle: usize) -> Option<(u32, u64)> {
@@ -297,11 +303,12 @@ mod tests {
         assert!(TABLE.get(handle).is_none(), "no new borrow of a destroyed handle");
         assert_eq!(drops.load(SeqCst), 0, "still borrowed");
         let reused = TABLE.insert(Tracked::new(&drops)).unwrap();
-        assert_ne!(reused & INDEX_MASK as usize, handle & INDEX_MASK as usize, "a pinned slot is not reused");
+        let slot_mask = usize::try_from(INDEX_MASK).unwrap();
+        assert_ne!(reused & slot_mask, handle & slot_mask, "a pinned slot is not reused");
         drop(borrowed);
         assert_eq!(drops.load(SeqCst), 1, "the last borrow drops it");
         let again = TABLE.insert(Tracked::new(&drops)).unwrap();
-        assert_eq!(again & INDEX_MASK as usize, handle & INDEX_MASK as usize, "the freed slot is reused");
+        assert_eq!(again & slot_mask, handle & slot_mask, "the freed slot is reused");
         assert!(TABLE.get(handle).is_none(), "with a new generation");
         assert!(TABLE.remove(reused).is_some() && TABLE.remove(again).is_some());
         assert_eq!(drops.load(SeqCst), 3);

@@ -8,6 +8,9 @@
 //!
 //! Every export runs inside `error::boundary`, so no panic crosses into C.
 #![allow(non_camel_case_types)]
+// Integers cross the ABI as C types: a narrowing or sign-dropping cast must
+// be a checked conversion, or say why it cannot lose anything.
+#![warn(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
 mod api;
 mod backend;
@@ -15,6 +18,7 @@ mod builtin_backends;
 mod dispatch;
 mod error;
 mod handles;
+mod lock;
 mod objects;
 mod registry;
 mod threads;

@@ -3,9 +3,10 @@
 //! handle tables; the backend object is destroyed when the last reference
 //! goes, so a call racing with a destroy never reaches a freed backend
 //! object.
-use crate::backend::{backend, call, Backend};
+use crate::backend::{backend, call, Backend, DeviceIndex};
 use crate::error::{bail, err, Error, XResult};
 use crate::handles::{HandleTable, Ref};
+use crate::lock::IgnorePoison;
 use crate::threads::current_device;
 use std::collections::HashMap;
 use std::ffi::{c_int, CStr, CString};
@@ -15,7 +16,7 @@ use xdal_abi::*;
 
 pub(crate) struct StreamObj {
     pub native: xdal_backend_stream_t,
-    pub device: c_int,
+    pub device: DeviceIndex,
     pub priority: c_int,
     /// The first failure of work the front enqueued itself (the fallbacks
     /// for async entries a backend leaves empty): sticky, like the
@@ -33,15 +34,20 @@ unsafe impl Sync for StreamObj {}
 impl StreamObj {
     /// The sticky error of front-enqueued work, if any.
     pub fn fallback_error(&self) -> XResult<()> {
-        match &*self.fallback_error.lock().unwrap_or_else(|e| e.into_inner()) {
+        match &*self.fallback_error.lock().ignore_poison() {
             Some(error) => Err(error.clone()),
             None => Ok(()),
         }
     }
 
-    pub fn create(backend: &'static Backend, device: c_int, flags: u32, priority: c_int) -> XResult<Arc<StreamObj>> {
+    pub fn create(
+        backend: &'static Backend,
+        device: DeviceIndex,
+        flags: u32,
+        priority: c_int,
+    ) -> XResult<Arc<StreamObj>> {
         let mut native: xdal_backend_stream_t = std::ptr::null_mut();
-        call!(backend, stream_create(device, flags, priority, &mut native))?;
+        call!(backend, stream_create(device.get(), flags, priority, &mut native))?;
         Ok(Arc::new(StreamObj { native, device, priority, fallback_error: Mutex::new(None), backend }))
     }
 }
@@ -69,9 +75,9 @@ unsafe impl Send for EventObj {}
 unsafe impl Sync for EventObj {}
 
 impl EventObj {
-    pub fn create(backend: &'static Backend, device: c_int, flags: u32) -> XResult<Arc<EventObj>> {
+    pub fn create(backend: &'static Backend, device: DeviceIndex, flags: u32) -> XResult<Arc<EventObj>> {
         let mut native: xdal_backend_event_t = std::ptr::null_mut();
-        call!(backend, event_create(device, flags, &mut native))?;
+        call!(backend, event_create(device.get(), flags, &mut native))?;
         Ok(Arc::new(EventObj { native, flags, stamp: Mutex::new(None), backend }))
     }
 }
@@ -112,9 +118,8 @@ const DEFAULT_STREAM_DEVICE_MASK: usize = (1 << 48) - 1;
 
 /// The handle that names `device`'s default stream; the same value every
 /// time.
-pub(crate) fn default_stream_handle(device: c_int) -> xdal_stream_t {
-    let device = usize::try_from(device).expect("a checked device index is not negative");
-    (DEFAULT_STREAM_TAG | device) as xdal_stream_t
+pub(crate) fn default_stream_handle(device: DeviceIndex) -> xdal_stream_t {
+    (DEFAULT_STREAM_TAG | device.index()) as xdal_stream_t
 }
 
 /// The device whose default stream `handle` names, if it is such a handle
@@ -186,7 +191,7 @@ impl ModuleObj {
 
     /// The handle of the function `name`, made on first request.
     pub fn function(&self, name: &CStr) -> XResult<usize> {
-        let mut functions = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut functions = self.functions.lock().ignore_poison();
         if let Some(&handle) = functions.get(name) {
             return Ok(handle);
         }
@@ -200,7 +205,7 @@ impl ModuleObj {
 
     /// Invalidates every function handle taken from this module.
     pub fn forget_functions(&self) {
-        let functions = std::mem::take(&mut *self.functions.lock().unwrap_or_else(|e| e.into_inner()));
+        let functions = std::mem::take(&mut *self.functions.lock().ignore_poison());
         for handle in functions.into_values() {
             FUNCTIONS.remove(handle);
         }
@@ -270,20 +275,21 @@ mod tests {
     fn default_stream_handles_name_one_device_each_and_nothing_else() {
         let backend = backend().expect("the fake backend starts");
         assert!(backend.device_count >= 1);
-        for device in 0..backend.device_count {
+        for raw in 0..backend.device_count {
+            let device = backend.device(raw).unwrap();
             let handle = default_stream_handle(device);
             assert!(!handle.is_null());
             assert_eq!(handle, default_stream_handle(device), "the same value every time");
-            assert_eq!(default_stream_device(backend, handle), Some(device));
+            assert_eq!(default_stream_device(backend, handle), Some(raw));
             let named = stream(handle).expect("a default-stream handle resolves");
-            assert!(Arc::ptr_eq(&named, backend.default_stream(device).unwrap()), "the device's default stream");
+            assert!(Arc::ptr_eq(&named, backend.default_stream(raw).unwrap()), "the device's default stream");
             assert_eq!(named.device, device);
         }
         // A device the backend does not have, garbage near the tag, NULL.
-        let beyond = default_stream_handle(backend.device_count);
+        let beyond = (DEFAULT_STREAM_TAG | usize::try_from(backend.device_count).unwrap()) as xdal_stream_t;
         assert_eq!(default_stream_device(backend, beyond), None);
         assert!(stream(beyond).is_err_and(|e| e.status == xdal_status::XDAL_ERROR_INVALID_HANDLE));
-        let stray_bits = (default_stream_handle(0) as usize | 1 << 40) as xdal_stream_t;
+        let stray_bits = (DEFAULT_STREAM_TAG | 1 << 40) as xdal_stream_t;
         assert_eq!(default_stream_device(backend, stray_bits), None);
         assert_eq!(default_stream_device(backend, std::ptr::null_mut()), None);
         assert_eq!(default_stream_device(backend, usize::MAX as xdal_stream_t), None);
@@ -296,7 +302,8 @@ mod tests {
                 assert_eq!(default_stream_device(backend, handle), None, "tag {tag:#x}");
             }
         }
-        let live = StreamObj::create(backend, 0, XDAL_STREAM_DEFAULT, backend.priority_least).unwrap();
+        let live = StreamObj::create(backend, backend.device(0).unwrap(), XDAL_STREAM_DEFAULT, backend.priority_least)
+            .unwrap();
         let handle = insert_handle(&STREAMS, live, "streams").unwrap() as xdal_stream_t;
         assert_eq!(default_stream_device(backend, handle), None);
         assert!(STREAMS.remove(handle as usize).is_some());

@@ -2,10 +2,11 @@
 //! address. It answers "which allocation contains this address" for every
 //! copy and set, so ranges that leave an allocation are refused before the
 //! backend ever sees them.
+use crate::lock::IgnorePoison;
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::RwLock;
 use xdal_abi::xdal_memory_type;
 
@@ -73,7 +74,7 @@ pub(crate) struct Registry {
     /// valid while it has not moved.
     generation: AtomicU64,
     /// Tombstones in `map`.
-    tombstones: AtomicU64,
+    tombstones: AtomicUsize,
 }
 
 /// What an address is, as far as copies and sets care.
@@ -183,12 +184,12 @@ impl Registry {
         Registry {
             map: RwLock::new(Maps { by_base: HashMap::new(), ranges: BTreeMap::new() }),
             generation: AtomicU64::new(0),
-            tombstones: AtomicU64::new(0),
+            tombstones: AtomicUsize::new(0),
         }
     }
 
     pub fn insert(&self, allocation: Allocation) {
-        let mut maps = self.map.write().unwrap_or_else(|e| e.into_inner());
+        let mut maps = self.map.write().ignore_poison();
         let (base, size) = (allocation.base, allocation.size);
         if let Some(entry) = maps.by_base.get_mut(&base) {
             if entry.allocation.is_none() && entry.size == size {
@@ -224,12 +225,12 @@ impl Registry {
     /// accepts it: one step, so two threads freeing the same pointer cannot
     /// both succeed.
     pub fn remove_if(&self, base: usize, wanted: impl FnOnce(&Allocation) -> bool) -> Option<Allocation> {
-        let mut maps = self.map.write().unwrap_or_else(|e| e.into_inner());
+        let mut maps = self.map.write().ignore_poison();
         let entry = maps.by_base.get_mut(&base)?;
         let allocation = entry.allocation.filter(|a| wanted(a))?;
         entry.allocation = None;
         let tombstones = self.tombstones.fetch_add(1, Ordering::Relaxed) + 1;
-        if tombstones as usize > maps.by_base.len() - tombstones as usize + TOMBSTONE_SLACK {
+        if tombstones > maps.by_base.len() - tombstones + TOMBSTONE_SLACK {
             maps.by_base.retain(|_, e| e.allocation.is_some());
             let Maps { by_base, ranges } = &mut *maps;
             ranges.retain(|b, _| by_base.contains_key(b));
@@ -318,7 +319,7 @@ impl Registry {
     pub fn find(&self, addr: usize) -> Option<Allocation> {
         // The nearest entry at or below `addr` decides: live entries do not
         // overlap, and no tombstone lies inside a live allocation.
-        let maps = self.map.read().unwrap_or_else(|e| e.into_inner());
+        let maps = self.map.read().ignore_poison();
         let (base, _) = maps.ranges.range(..=addr).next_back()?;
         let allocation = maps.by_base.get(base)?.allocation?;
         (addr - allocation.base < allocation.size).then_some(allocation)

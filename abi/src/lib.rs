@@ -8,6 +8,9 @@
 //! and the documentation all use one name for one thing.
 #![allow(non_camel_case_types)]
 #![no_std]
+// Integers cross the ABI as C types: a narrowing or sign-dropping cast must
+// be a checked conversion, or say why it cannot lose anything.
+#![warn(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
 pub mod backend;
 pub mod device;

@@ -20,7 +20,7 @@ pub extern "C" fn xdal_device_get_count(count: *mut c_int) -> xdal_status_t {
 #[no_mangle]
 pub extern "C" fn xdal_device_set(device: c_int) -> xdal_status_t {
     boundary("xdal_device_set", || {
-        set_current_device(backend()?.device(device)?);
+        set_current_device(backend()?.device(device)?.get());
         Ok(())
     })
 }
@@ -73,7 +73,7 @@ pub extern "C" fn xdal_device_synchronize() -> xdal_status_t {
     boundary("xdal_device_synchronize", || {
         let backend = backend()?;
         let device = backend.device(current_device())?;
-        crate::dispatch::device::synchronize(backend, device)
+        crate::dispatch::device::synchronize(backend, device.get())
     })
 }
 

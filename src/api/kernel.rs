@@ -1,6 +1,7 @@
 //! Kernels: modules, functions and launches.
 use crate::backend::{backend, call, Backend};
 use crate::error::{bail, boundary, require, Out, XResult};
+use crate::lock::IgnorePoison;
 use crate::objects::{insert_handle, FunctionObj, ModuleObj, FUNCTIONS, MODULES};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
@@ -115,7 +116,7 @@ pub extern "C" fn xdal_function_from_host(function: *mut xdal_function_t, kernel
         let out = Out::new(function, "function")?;
         let Some(code) = kernel else { bail!(XDAL_ERROR_NULL_POINTER, "kernel is NULL") };
         let backend = backend()?;
-        let mut cache = HOST_FUNCTIONS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = HOST_FUNCTIONS.lock().ignore_poison();
         let cache = cache.get_or_insert_with(HashMap::new);
         let key = code as usize;
         if let Some(&handle) = cache.get(&key) {
@@ -165,7 +166,7 @@ pub extern "C" fn xdal_launch_kernel(
         let function = crate::objects::function(function)?;
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
-        let props = &backend.properties[stream.device as usize];
+        let props = backend.properties(stream.device);
         check_dims("grid", grid, props.max_grid_dim)?;
         check_dims("block", block, props.max_block_dim)?;
         let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);

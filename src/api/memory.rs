@@ -62,7 +62,7 @@ pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status
         let out = Out::new(ptr, "ptr")?;
         check_size(size)?;
         let backend = backend()?;
-        let device = backend.device(current_device())?;
+        let device = backend.device(current_device())?.get();
         let mut addr = std::ptr::null_mut();
         let result = call!(backend, mem_alloc(device, size, &mut addr));
         count_alloc(backend, device, size, &result);
@@ -138,7 +138,7 @@ pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: 
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
         let addr = crate::dispatch::memory::alloc_async(backend, &stream, size)?;
-        let memory = MemoryType::Device(stream.device);
+        let memory = MemoryType::Device(stream.device.get());
         REGISTRY.insert(Allocation { base: addr as usize, size, memory });
         out.write(addr);
         Ok(())
@@ -223,7 +223,7 @@ pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t
 pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
     boundary("xdal_mem_reset_peak_stats", || {
         let backend = backend()?;
-        crate::dispatch::device::reset_peak(backend, backend.device(device)?)
+        crate::dispatch::device::reset_peak(backend, backend.device(device)?.get())
     })
 }
 
@@ -233,6 +233,6 @@ pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
 pub extern "C" fn xdal_mem_empty_cache(device: c_int) -> xdal_status_t {
     boundary("xdal_mem_empty_cache", || {
         let backend = backend()?;
-        crate::dispatch::device::empty_cache(backend, backend.device(device)?)
+        crate::dispatch::device::empty_cache(backend, backend.device(device)?.get())
     })
 }

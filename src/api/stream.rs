@@ -48,7 +48,7 @@ pub extern "C" fn xdal_device_get_default_stream(device: c_int, stream: *mut xda
         let device = backend.device(device)?;
         // Created now, so that a backend failing to create it says so here
         // rather than at the first use of the handle.
-        backend.default_stream(device)?;
+        backend.default_stream(device.get())?;
         out.write(default_stream_handle(device));
         Ok(())
     })
@@ -130,7 +130,7 @@ pub extern "C" fn xdal_stream_get_priority(stream: xdal_stream_t, priority: *mut
 pub extern "C" fn xdal_stream_get_device(stream: xdal_stream_t, device: *mut c_int) -> xdal_status_t {
     boundary("xdal_stream_get_device", || {
         let out = Out::new(device, "device")?;
-        out.write(crate::objects::stream(stream)?.device);
+        out.write(crate::objects::stream(stream)?.device.get());
         Ok(())
     })
 }

@@ -1,6 +1,6 @@
 //! Device operations: the backend's entry, or a fallback built on its
 //! required entries.
-use crate::backend::{call, call_or, Backend};
+use crate::backend::{call, call_or, Backend, DeviceIndex};
 use crate::dispatch::stats;
 use crate::error::XResult;
 use crate::objects::STREAMS;
@@ -15,7 +15,7 @@ pub(crate) fn synchronize(backend: &'static Backend, device: c_int) -> XResult<(
 
 fn synchronize_each_stream(backend: &'static Backend, device: c_int) -> XResult<()> {
     let mut first = Ok(());
-    let streams = STREAMS.values().into_iter().filter(|s| s.device == device);
+    let streams = STREAMS.values().into_iter().filter(|s| s.device.get() == device);
     for stream in streams.chain(backend.existing_default_stream(device).cloned()) {
         let result = call!(backend, stream_synchronize(stream.native)).and(stream.fallback_error());
         first = first.and(result);
@@ -32,12 +32,13 @@ pub(crate) fn can_access_peer(backend: &'static Backend, device: c_int, peer: c_
 
 /// Free and total bytes. Fallback: the capacity from the properties, minus
 /// what the front saw allocated.
-pub(crate) fn mem_info(backend: &'static Backend, device: c_int) -> XResult<(usize, usize)> {
+pub(crate) fn mem_info(backend: &'static Backend, device: DeviceIndex) -> XResult<(usize, usize)> {
     let (mut free, mut total) = (0, 0);
-    call_or!(backend, mem_get_info(device, &mut free, &mut total), {
-        let capacity = backend.properties[device as usize].total_memory;
-        let used = stats::snapshot(device).allocated_bytes;
-        (free, total) = (capacity.saturating_sub(used) as usize, capacity as usize);
+    call_or!(backend, mem_get_info(device.get(), &mut free, &mut total), {
+        let capacity = backend.properties(device).total_memory;
+        let used = stats::snapshot(device.get()).allocated_bytes;
+        let bytes = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        (free, total) = (bytes(capacity.saturating_sub(used)), bytes(capacity));
         Ok(())
     })?;
     Ok((free, total))

@@ -4,6 +4,7 @@
 use crate::backend::{call, call_or, Backend};
 use crate::dispatch::stream::enqueue;
 use crate::error::{bail, XResult};
+use crate::lock::IgnorePoison;
 use crate::objects::{EventObj, StreamObj};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -12,7 +13,7 @@ use xdal_abi::*;
 
 fn now_ns() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
+    u64::try_from(EPOCH.get_or_init(Instant::now).elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Records the event. With the fallback, a timed event also gets a stamp.
@@ -22,7 +23,7 @@ pub(crate) fn record(backend: &'static Backend, event: &EventObj, stream: &Arc<S
         return Ok(());
     }
     let stamp = Arc::new(AtomicU64::new(0));
-    *event.stamp.lock().unwrap_or_else(|e| e.into_inner()) = Some(stamp.clone());
+    *event.stamp.lock().ignore_poison() = Some(stamp.clone());
     // 0 means "not reached yet", so a stamp is the time plus one.
     let stamp_when_reached = move || {
         stamp.store(now_ns() + 1, Ordering::Release);
@@ -45,7 +46,7 @@ fn elapsed_from_stamps(start: &EventObj, end: &EventObj) -> XResult<f32> {
     if (start.flags | end.flags) & XDAL_EVENT_DISABLE_TIMING != 0 {
         bail!(XDAL_ERROR_INVALID_VALUE, "an event was created with XDAL_EVENT_DISABLE_TIMING");
     }
-    let stamp = |event: &EventObj| event.stamp.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let stamp = |event: &EventObj| event.stamp.lock().ignore_poison().clone();
     let (Some(a), Some(b)) = (stamp(start), stamp(end)) else {
         bail!(XDAL_ERROR_INVALID_VALUE, "an event was never recorded");
     };
@@ -53,5 +54,8 @@ fn elapsed_from_stamps(start: &EventObj, end: &EventObj) -> XResult<f32> {
     if a == 0 || b == 0 {
         bail!(XDAL_ERROR_NOT_READY, "an event is not reached yet");
     }
-    Ok((b as f64 - a as f64) as f32 / 1.0e6)
+    // The ABI's float milliseconds: rounding to f32 is the intended result.
+    #[allow(clippy::cast_possible_truncation)]
+    let ns = (b as f64 - a as f64) as f32;
+    Ok(ns / 1.0e6)
 }

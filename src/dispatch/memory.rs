@@ -16,7 +16,7 @@ pub(crate) fn set(backend: &'static Backend, dst: *mut c_void, value: c_int, byt
 }
 
 fn set_by_copies(backend: &'static Backend, dst: *mut c_void, value: c_int, bytes: usize) -> XResult<()> {
-    let pattern = vec![value as u8; bytes.min(CHUNK)];
+    let pattern = vec![value.to_le_bytes()[0]; bytes.min(CHUNK)];
     for offset in (0..bytes).step_by(CHUNK) {
         let len = (bytes - offset).min(CHUNK);
         let target = (dst as usize + offset) as *mut c_void;
@@ -108,10 +108,10 @@ pub(crate) fn alloc_async(backend: &'static Backend, stream: &StreamObj, size: u
     let mut ptr = std::ptr::null_mut();
     let result = call_or!(
         backend,
-        mem_alloc_async(stream.device, size, stream.native, &mut ptr),
-        call!(backend, mem_alloc(stream.device, size, &mut ptr))
+        mem_alloc_async(stream.device.get(), size, stream.native, &mut ptr),
+        call!(backend, mem_alloc(stream.device.get(), size, &mut ptr))
     );
-    count_alloc(backend, stream.device, size, &result);
+    count_alloc(backend, stream.device.get(), size, &result);
     result.map(|()| ptr)
 }
 

@@ -3,6 +3,7 @@
 //! its place in stream order.
 use crate::backend::{call, call_or, Backend};
 use crate::error::XResult;
+use crate::lock::IgnorePoison;
 use crate::objects::{EventObj, StreamObj};
 use std::ffi::c_void;
 use std::sync::{Arc, Weak};
@@ -22,7 +23,7 @@ unsafe extern "C" fn run_queued(data: *mut c_void) {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(queued.work))
         .unwrap_or_else(|_| Err(crate::error::err!(XDAL_ERROR_INTERNAL, "queued fallback work panicked")));
     if let (Err(error), Some(stream)) = (result, queued.stream.upgrade()) {
-        let mut slot = stream.fallback_error.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = stream.fallback_error.lock().ignore_poison();
         slot.get_or_insert(error.with_status(xdal_status::XDAL_ERROR_LAUNCH_FAILED));
     }
 }

@@ -104,7 +104,7 @@ pub(super) unsafe fn cast_share<S: Elem, D: Elem, C: Conversion>(
     if range.is_empty() || (in_place && S::DTYPE == D::DTYPE) {
         return;
     }
-    // SAFETY (all arms): per the contract.
+    // SAFETY: per the contract, for every arm.
     unsafe {
         if in_place {
             each_element::<S, D, C>(src, dst, range);

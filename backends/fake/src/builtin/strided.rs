@@ -157,7 +157,7 @@ unsafe fn cast_run<S: Elem, D: Elem, C: Conversion>(
     let ((s, s_step), (d, d_step)) = (src, dst);
     let unpacked = !S::DTYPE.is_packed() && !D::DTYPE.is_packed();
     let apart = !std::ptr::eq(src_array.unit_ptr::<u8>(s), dst_array.unit_ptr::<u8>(d));
-    // SAFETY (all arms): per the contract; slices are formed only over
+    // SAFETY: per the contract, for every arm; slices are formed only over
     // unpacked arrays that do not overlap here (they are apart, or in place
     // with the same offsets, which the last arm handles).
     unsafe {
