@@ -57,7 +57,7 @@ impl Executor {
         self.workers
     }
 
-    /// Puts a stream whose state just became QUEUED into its run queue.
+    /// Puts a stream whose state just became Queued into its run queue.
     pub fn schedule(&'static self, stream: Arc<Stream>) {
         self.started.get_or_init(|| self.start());
         self.queues[stream.level()].push(stream);

@@ -5,7 +5,7 @@
 //! state change, a run-queue push, a wake-up check, each a cache line taken
 //! from the worker), and a producer that spreads its work over many
 //! streams pays that on every operation. A stream in a hot set stays in
-//! state HOT: its producer only pushes, and the worker finds the work by
+//! state Hot: its producer only pushes, and the worker finds the work by
 //! polling. The set is per worker thread and released, back to the usual
 //! idle/run-queue protocol, whenever the worker starts something that may
 //! take long (a host function, a kernel, a large copy, blocks of another
@@ -36,7 +36,7 @@ thread_local! {
     static HOT: RefCell<HotSet> = RefCell::new(HotSet::default());
 }
 
-/// Keeps a stream the calling worker just ran (and parked as HOT).
+/// Keeps a stream the calling worker just ran (and parked as Hot).
 pub(crate) fn keep(stream: Arc<Stream>) {
     HOT.with(|hot| hot.borrow_mut().streams.push(stream));
 }

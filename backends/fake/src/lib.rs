@@ -21,6 +21,7 @@ mod module;
 mod pool;
 mod region;
 mod stream;
+mod stream_state;
 mod table;
 #[cfg(test)]
 mod tests;

@@ -7,9 +7,10 @@
 //! waits and the stream-ordered pool are all built on that.
 use crate::error::{panic_text, Failure};
 use crate::event::Marker;
+use crate::stream_state::AtomicStreamState;
 use crossbeam_queue::SegQueue;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// A lock for the few instructions of an enqueue: contended only by
@@ -50,18 +51,6 @@ impl<T> std::ops::Deref for CachePadded<T> {
         &self.0
     }
 }
-
-/// No work, nobody looks at the stream: the next enqueue schedules it.
-const IDLE: u8 = 0;
-/// In a run queue, waiting for a worker or a waiting host thread.
-const QUEUED: u8 = 1;
-/// Owned by one thread, which runs its operations.
-const RUNNING: u8 = 2;
-/// Waiting for another stream's point; the waker queues it again.
-const BLOCKED: u8 = 3;
-/// In a worker's hot set (see `hot`): polled, so an enqueue schedules
-/// nothing; whoever claims it runs it.
-const HOT: u8 = 4;
 
 /// How long a worker keeps an emptied stream running when it has nothing
 /// else to do (a few microseconds: the gap between two enqueues of a busy
@@ -121,15 +110,15 @@ enum Step {
 
 /// How `Stream::drain` left the stream it ran.
 pub(crate) enum Drained {
-    /// Nothing pending (some may come): the caller still owns it, RUNNING.
+    /// Nothing pending (some may come): the caller still owns it, Running.
     Empty,
     /// It ran its budget while other streams wait for a worker: the caller
-    /// still owns it, RUNNING, with work pending.
+    /// still owns it, Running, with work pending.
     Yielded,
-    /// It waits for another stream (BLOCKED): the waker queues it again.
+    /// It waits for another stream (Blocked): the waker queues it again.
     Blocked,
     /// The waiting host thread has its point: the rest is back in the run
-    /// queue (QUEUED).
+    /// queue (Queued).
     HandedBack,
 }
 
@@ -152,7 +141,8 @@ pub(crate) struct Stream {
     /// Written by the runner after every operation: on its own cache line,
     /// so producers and the runner do not bounce one line between cores.
     completed: CachePadded<AtomicU64>,
-    state: AtomicU8,
+    /// Who owns the stream; see `stream_state` for the transitions.
+    state: AtomicStreamState,
     waiters: Mutex<Vec<(u64, Arc<Stream>)>>,
     has_waiters: AtomicBool,
     sleepers: AtomicUsize,
@@ -186,7 +176,7 @@ impl Stream {
             has_stalled: AtomicBool::new(false),
             enqueued: CachePadded(AtomicU64::new(0)),
             completed: CachePadded(AtomicU64::new(0)),
-            state: AtomicU8::new(IDLE),
+            state: AtomicStreamState::new(),
             waiters: Mutex::new(Vec::new()),
             has_waiters: AtomicBool::new(false),
             sleepers: AtomicUsize::new(0),
@@ -221,10 +211,7 @@ impl Stream {
             self.enqueued.store(seq, SeqCst);
             seq
         };
-        // Read before trying: a stream that is running or hot (the usual
-        // case under load) then costs a shared read, not a cache line taken
-        // from its runner.
-        if self.state.load(SeqCst) == IDLE && self.state.compare_exchange(IDLE, QUEUED, SeqCst, Relaxed).is_ok() {
+        if self.state.try_queue_on_enqueue() {
             crate::fake().device(self.device).busy_streams.fetch_add(1, SeqCst);
             crate::fake().executor.schedule(self.clone());
         }
@@ -321,7 +308,7 @@ impl Stream {
                 // store then load): either the check sees the point passed,
                 // or the completion sees this thread waiting for it.
                 self.sleep_until.fetch_min(seq, SeqCst);
-                if self.passed(seq) || self.state.load(SeqCst) == QUEUED {
+                if self.passed(seq) || self.state.is_queued() {
                     break;
                 }
                 guard = self.sleep_cv.wait(guard).unwrap_or_else(|e| e.into_inner());
@@ -333,14 +320,15 @@ impl Stream {
 
     /// Takes the stream to run it, from a run queue or a hot set; false if
     /// it is not there (idle, blocked, or someone else runs it).
+    #[inline]
     pub fn claim(&self) -> bool {
-        let state = self.state.load(SeqCst);
-        (state == QUEUED || state == HOT) && self.state.compare_exchange(state, RUNNING, SeqCst, Relaxed).is_ok()
+        self.state.try_claim()
     }
 
     /// Whether the stream sits in a hot set, unclaimed.
+    #[inline]
     pub fn is_hot(&self) -> bool {
-        self.state.load(Relaxed) == HOT
+        self.state.is_hot()
     }
 
     /// Whether operations wait to be run.
@@ -348,37 +336,38 @@ impl Stream {
         !self.pending.is_empty()
     }
 
-    /// The owner (RUNNING) puts the stream in its hot set.
+    /// The owner (Running) puts the stream in its hot set.
+    #[inline]
     pub fn park_hot(&self) {
-        self.state.store(HOT, SeqCst);
+        self.state.park_hot();
     }
 
     /// Takes a hot stream back to the usual protocol, unless someone has
     /// claimed it meanwhile.
     pub fn release_hot(self: &Arc<Self>) {
-        if self.state.compare_exchange(HOT, RUNNING, SeqCst, Relaxed).is_ok() {
+        if self.state.try_unpark_hot() {
             self.release();
         }
     }
 
-    /// The owner (RUNNING) lets the stream go idle; work enqueued meanwhile
+    /// The owner (Running) lets the stream go idle; work enqueued meanwhile
     /// sends it to the run queue instead.
     pub fn release(self: &Arc<Self>) {
-        self.state.store(IDLE, SeqCst);
+        self.state.release_idle();
         // Pairs with the enqueue's store and state check: either the
-        // producer sees IDLE and schedules, or we see its operation.
+        // producer sees Idle and schedules, or we see its operation.
         let more = self.enqueued.load(SeqCst) > self.completed.load(SeqCst);
-        if more && self.state.compare_exchange(IDLE, QUEUED, SeqCst, Relaxed).is_ok() {
+        if more && self.state.try_requeue_released() {
             // Still busy: the count moves on to the queued stretch.
             crate::fake().executor.schedule(self.clone());
             return;
         }
-        // Counted busy from IDLE -> QUEUED until here: one count per
+        // Counted busy from Idle -> Queued until here: one count per
         // stretch of activity, not one per operation.
         crate::fake().device(self.device).busy_streams.fetch_sub(1, SeqCst);
     }
 
-    /// Runs the stream the caller owns (RUNNING). A host thread waiting for
+    /// Runs the stream the caller owns (Running). A host thread waiting for
     /// operation `until` stops once it is done, handing whatever other
     /// threads enqueued since back to the workers, so a synchronize cannot
     /// be held forever by a producer that keeps the stream busy. A worker
@@ -395,13 +384,13 @@ impl Stream {
             while let Some(op) = next.take().or_else(|| self.pending.pop()) {
                 match self.execute(op) {
                     Step::Done(result) => self.complete_one(result),
-                    // State is BLOCKED, the op is in `stalled` and we are
+                    // State is Blocked, the op is in `stalled` and we are
                     // registered as a waiter: the waker reschedules us.
                     Step::Blocked => return Drained::Blocked,
                 }
                 if let Some(seq) = until {
                     if self.passed(seq) && !self.pending.is_empty() {
-                        self.state.store(QUEUED, SeqCst);
+                        self.state.hand_back();
                         executor.schedule(self.clone());
                         return Drained::HandedBack;
                     }
@@ -498,7 +487,7 @@ impl Stream {
             lock(&self.stalled).take();
             return false;
         }
-        self.state.store(BLOCKED, SeqCst);
+        self.state.block();
         waiters.push((seq, self.clone()));
         true
     }
@@ -540,7 +529,7 @@ impl Stream {
             if *seq > completed {
                 return true;
             }
-            stream.state.store(QUEUED, SeqCst);
+            stream.state.wake_blocked();
             crate::fake().executor.schedule(stream.clone());
             stream.notify_sleepers();
             false
