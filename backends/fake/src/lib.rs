@@ -25,6 +25,7 @@ mod stream_state;
 mod table;
 #[cfg(test)]
 mod tests;
+mod tuning;
 
 pub use error::panic_text;
 pub use table::{startup_error, xdal_fake_backend_get_v1};

@@ -8,6 +8,7 @@
 use crate::error::{panic_text, Failure};
 use crate::event::Marker;
 use crate::stream_state::AtomicStreamState;
+use crate::tuning::{ENQUEUE_LOCK_SPIN_PAUSES, LONG_COPY_MIN_BYTES, STREAM_BUDGET_OPS, SYNC_SPIN_PAUSES};
 use crossbeam_queue::SegQueue;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
@@ -25,7 +26,7 @@ impl SpinLock {
         let mut spins = 0u32;
         while self.0.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
             spins += 1;
-            if spins < 64 {
+            if spins < ENQUEUE_LOCK_SPIN_PAUSES {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();
@@ -51,22 +52,6 @@ impl<T> std::ops::Deref for CachePadded<T> {
         &self.0
     }
 }
-
-/// How long a worker keeps an emptied stream running when it has nothing
-/// else to do (a few microseconds: the gap between two enqueues of a busy
-/// producer), before parking it in its hot set.
-pub(crate) const LINGER_ROUNDS: u32 = 2_000;
-
-/// Copies and sets from this size on may take long enough that other
-/// streams should not wait for the worker running them.
-const LONG_COPY: usize = 1 << 20;
-
-/// Operations a worker runs from one stream before it lets other queued
-/// streams have a turn.
-const BUDGET: u32 = 256;
-
-/// How long a waiting host thread spins before it sleeps.
-const SPIN_ROUNDS: u32 = 4000;
 
 /// A pointer carried into an operation that runs on another thread.
 #[derive(Clone, Copy)]
@@ -294,7 +279,7 @@ impl Stream {
                 }
                 continue;
             }
-            if rounds < SPIN_ROUNDS {
+            if rounds < SYNC_SPIN_PAUSES {
                 rounds += 1;
                 std::hint::spin_loop();
                 continue;
@@ -371,13 +356,14 @@ impl Stream {
     /// operation `until` stops once it is done, handing whatever other
     /// threads enqueued since back to the workers, so a synchronize cannot
     /// be held forever by a producer that keeps the stream busy. A worker
-    /// (`until` None) yields after `BUDGET` operations when other streams
-    /// wait; once the stream is empty it keeps looking for `linger` rounds
-    /// if there is nothing else to do, so that a producer in the middle of
-    /// a burst finds it still running and nobody pays for a wake-up.
-    pub fn drain(self: &Arc<Self>, until: Option<u64>, linger: u32) -> Drained {
+    /// (`until` None) yields after `STREAM_BUDGET_OPS` operations when other
+    /// streams wait; once the stream is empty it keeps looking for
+    /// `linger_pauses` rounds if there is nothing else to do, so that a
+    /// producer in the middle of a burst finds it still running and nobody
+    /// pays for a wake-up.
+    pub fn drain(self: &Arc<Self>, until: Option<u64>, linger_pauses: u32) -> Drained {
         let mut next = if self.has_stalled.swap(false, SeqCst) { lock(&self.stalled).take() } else { None };
-        let mut budget = BUDGET;
+        let mut budget = STREAM_BUDGET_OPS;
         let executor = &crate::fake().executor;
         let others_waiting = || executor.has_work() || !crate::hot::is_empty();
         loop {
@@ -401,11 +387,11 @@ impl Stream {
                     if others_waiting() {
                         return Drained::Yielded;
                     }
-                    budget = BUDGET;
+                    budget = STREAM_BUDGET_OPS;
                 }
             }
             let mut rounds = 0;
-            while self.pending.is_empty() && rounds < linger && !others_waiting() {
+            while self.pending.is_empty() && rounds < linger_pauses && !others_waiting() {
                 std::hint::spin_loop();
                 rounds += 1;
             }
@@ -418,14 +404,14 @@ impl Stream {
     fn execute(self: &Arc<Self>, op: Op) -> Step {
         match op {
             Op::Copy { dst, src, len } => {
-                let _long = (len >= LONG_COPY).then(|| crate::fake().executor.long_op());
+                let _long = (len >= LONG_COPY_MIN_BYTES).then(|| crate::fake().executor.long_op());
                 // SAFETY: the front checked both ranges at enqueue; device
                 // addresses were translated to the backend alias.
                 unsafe { std::ptr::copy(src.0 as *const u8, dst.0 as *mut u8, len) };
                 Step::Done(Ok(()))
             }
             Op::Set { dst, value, len } => {
-                let _long = (len >= LONG_COPY).then(|| crate::fake().executor.long_op());
+                let _long = (len >= LONG_COPY_MIN_BYTES).then(|| crate::fake().executor.long_op());
                 // SAFETY: as for Copy.
                 unsafe { std::ptr::write_bytes(dst.0 as *mut u8, value, len) };
                 Step::Done(Ok(()))
