@@ -10,6 +10,7 @@ use crate::event::Marker;
 use crate::stream_state::AtomicStreamState;
 use crate::tuning::{ENQUEUE_LOCK_SPIN_PAUSES, LONG_COPY_MIN_BYTES, STREAM_BUDGET_OPS, SYNC_SPIN_PAUSES};
 use crossbeam_queue::SegQueue;
+use crossbeam_utils::CachePadded;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -39,17 +40,6 @@ impl SpinLock {
 impl Drop for SpinGuard<'_> {
     fn drop(&mut self) {
         self.0.store(false, Release);
-    }
-}
-
-/// Keeps a value on a cache line (pair) of its own.
-#[repr(align(128))]
-struct CachePadded<T>(T);
-
-impl<T> std::ops::Deref for CachePadded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
     }
 }
 
@@ -159,8 +149,8 @@ impl Stream {
             producer: SpinLock::default(),
             stalled: Mutex::new(None),
             has_stalled: AtomicBool::new(false),
-            enqueued: CachePadded(AtomicU64::new(0)),
-            completed: CachePadded(AtomicU64::new(0)),
+            enqueued: CachePadded::new(AtomicU64::new(0)),
+            completed: CachePadded::new(AtomicU64::new(0)),
             state: AtomicStreamState::new(),
             waiters: Mutex::new(Vec::new()),
             has_waiters: AtomicBool::new(false),
