@@ -3,18 +3,14 @@
 //! level) until a worker, or a host thread waiting for it, takes it and
 //! drains it. No stream owns a thread, so streams cost only memory.
 use crate::launch::Launch;
-use crate::stream::{Drained, Stream, LINGER_ROUNDS};
+use crate::stream::{Drained, Stream};
+use crate::tuning::{EMPTIED_STREAM_LINGER_PAUSES, WORKER_IDLE_SPIN_PAUSES};
 use crossbeam_queue::SegQueue;
 use std::sync::atomic::{fence, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 /// Number of priority levels; level 0 is served first.
 pub(crate) const LEVELS: usize = 3;
-
-/// How many times the spinning worker looks for work before it sleeps
-/// (tens of microseconds): long enough to catch the next item of a busy
-/// producer without a wake-up.
-const SPIN_ROUNDS: u32 = 20_000;
 
 pub(crate) struct Executor {
     queues: [SegQueue<Arc<Stream>>; LEVELS],
@@ -57,7 +53,7 @@ impl Executor {
         self.workers
     }
 
-    /// Puts a stream whose state just became QUEUED into its run queue.
+    /// Puts a stream whose state just became Queued into its run queue.
     pub fn schedule(&'static self, stream: Arc<Stream>) {
         self.started.get_or_init(|| self.start());
         self.queues[stream.level()].push(stream);
@@ -149,7 +145,7 @@ impl Executor {
             let room = self.active.load(Ordering::Relaxed) + 1 < self.workers.max(2);
             if room && self.spinners.compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
                 let mut rounds = 0;
-                while !self.has_work() && rounds < SPIN_ROUNDS {
+                while !self.has_work() && rounds < WORKER_IDLE_SPIN_PAUSES {
                     std::hint::spin_loop();
                     rounds += 1;
                 }
@@ -185,7 +181,7 @@ impl Executor {
 /// Runs a stream a worker claimed, and keeps it in the worker's hot set
 /// unless it blocked or went back to the run queue.
 fn run_claimed(stream: Arc<Stream>) {
-    match stream.drain(None, LINGER_ROUNDS) {
+    match stream.drain(None, EMPTIED_STREAM_LINGER_PAUSES) {
         Drained::Empty | Drained::Yielded => {
             stream.park_hot();
             crate::hot::keep(stream);

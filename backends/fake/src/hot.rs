@@ -5,22 +5,17 @@
 //! state change, a run-queue push, a wake-up check, each a cache line taken
 //! from the worker), and a producer that spreads its work over many
 //! streams pays that on every operation. A stream in a hot set stays in
-//! state HOT: its producer only pushes, and the worker finds the work by
+//! state Hot: its producer only pushes, and the worker finds the work by
 //! polling. The set is per worker thread and released, back to the usual
 //! idle/run-queue protocol, whenever the worker starts something that may
 //! take long (a host function, a kernel, a large copy, blocks of another
-//! launch) and when nothing has come for `LINGER`: a hot stream never waits
-//! behind a busy worker, and an idle one costs nothing for long.
+//! launch) and when nothing has come for `HOT_SET_LINGER`: a hot stream
+//! never waits behind a busy worker, and an idle one costs nothing for long.
 use crate::stream::Stream;
+use crate::tuning::{HOT_SET_LINGER, HOT_SET_POLLS_PER_CLOCK_READ};
 use std::cell::RefCell;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How long a worker keeps polling its hot set after the last work it found.
-const LINGER: Duration = Duration::from_micros(50);
-
-/// Empty polls between two looks at the clock.
-const POLLS_PER_CLOCK: u32 = 64;
+use std::time::Instant;
 
 #[derive(Default)]
 struct HotSet {
@@ -36,7 +31,7 @@ thread_local! {
     static HOT: RefCell<HotSet> = RefCell::new(HotSet::default());
 }
 
-/// Keeps a stream the calling worker just ran (and parked as HOT).
+/// Keeps a stream the calling worker just ran (and parked as Hot).
 pub(crate) fn keep(stream: Arc<Stream>) {
     HOT.with(|hot| hot.borrow_mut().streams.push(stream));
 }
@@ -83,12 +78,12 @@ pub(crate) fn keep_polling() -> bool {
             return false;
         }
         hot.empty_polls += 1;
-        if hot.empty_polls % POLLS_PER_CLOCK != 1 {
+        if hot.empty_polls % HOT_SET_POLLS_PER_CLOCK_READ != 1 {
             return true;
         }
         let now = Instant::now();
         let since = *hot.idle_since.get_or_insert(now);
-        now.duration_since(since) < LINGER
+        now.duration_since(since) < HOT_SET_LINGER
     })
 }
 

@@ -21,9 +21,11 @@ mod module;
 mod pool;
 mod region;
 mod stream;
+mod stream_state;
 mod table;
 #[cfg(test)]
 mod tests;
+mod tuning;
 
 pub use table::xdal_fake_backend_get_v1;
 

@@ -7,9 +7,12 @@
 //! waits and the stream-ordered pool are all built on that.
 use crate::error::{panic_text, Failure};
 use crate::event::Marker;
+use crate::stream_state::AtomicStreamState;
+use crate::tuning::{ENQUEUE_LOCK_SPIN_PAUSES, LONG_COPY_MIN_BYTES, STREAM_BUDGET_OPS, SYNC_SPIN_PAUSES};
 use crossbeam_queue::SegQueue;
+use crossbeam_utils::CachePadded;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// A lock for the few instructions of an enqueue: contended only by
@@ -24,7 +27,7 @@ impl SpinLock {
         let mut spins = 0u32;
         while self.0.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
             spins += 1;
-            if spins < 64 {
+            if spins < ENQUEUE_LOCK_SPIN_PAUSES {
                 std::hint::spin_loop();
             } else {
                 std::thread::yield_now();
@@ -39,45 +42,6 @@ impl Drop for SpinGuard<'_> {
         self.0.store(false, Release);
     }
 }
-
-/// Keeps a value on a cache line (pair) of its own.
-#[repr(align(128))]
-struct CachePadded<T>(T);
-
-impl<T> std::ops::Deref for CachePadded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-/// No work, nobody looks at the stream: the next enqueue schedules it.
-const IDLE: u8 = 0;
-/// In a run queue, waiting for a worker or a waiting host thread.
-const QUEUED: u8 = 1;
-/// Owned by one thread, which runs its operations.
-const RUNNING: u8 = 2;
-/// Waiting for another stream's point; the waker queues it again.
-const BLOCKED: u8 = 3;
-/// In a worker's hot set (see `hot`): polled, so an enqueue schedules
-/// nothing; whoever claims it runs it.
-const HOT: u8 = 4;
-
-/// How long a worker keeps an emptied stream running when it has nothing
-/// else to do (a few microseconds: the gap between two enqueues of a busy
-/// producer), before parking it in its hot set.
-pub(crate) const LINGER_ROUNDS: u32 = 2_000;
-
-/// Copies and sets from this size on may take long enough that other
-/// streams should not wait for the worker running them.
-const LONG_COPY: usize = 1 << 20;
-
-/// Operations a worker runs from one stream before it lets other queued
-/// streams have a turn.
-const BUDGET: u32 = 256;
-
-/// How long a waiting host thread spins before it sleeps.
-const SPIN_ROUNDS: u32 = 4000;
 
 /// A pointer carried into an operation that runs on another thread.
 #[derive(Clone, Copy)]
@@ -121,15 +85,15 @@ enum Step {
 
 /// How `Stream::drain` left the stream it ran.
 pub(crate) enum Drained {
-    /// Nothing pending (some may come): the caller still owns it, RUNNING.
+    /// Nothing pending (some may come): the caller still owns it, Running.
     Empty,
     /// It ran its budget while other streams wait for a worker: the caller
-    /// still owns it, RUNNING, with work pending.
+    /// still owns it, Running, with work pending.
     Yielded,
-    /// It waits for another stream (BLOCKED): the waker queues it again.
+    /// It waits for another stream (Blocked): the waker queues it again.
     Blocked,
     /// The waiting host thread has its point: the rest is back in the run
-    /// queue (QUEUED).
+    /// queue (Queued).
     HandedBack,
 }
 
@@ -152,7 +116,8 @@ pub(crate) struct Stream {
     /// Written by the runner after every operation: on its own cache line,
     /// so producers and the runner do not bounce one line between cores.
     completed: CachePadded<AtomicU64>,
-    state: AtomicU8,
+    /// Who owns the stream; see `stream_state` for the transitions.
+    state: AtomicStreamState,
     waiters: Mutex<Vec<(u64, Arc<Stream>)>>,
     has_waiters: AtomicBool,
     sleepers: AtomicUsize,
@@ -184,9 +149,9 @@ impl Stream {
             producer: SpinLock::default(),
             stalled: Mutex::new(None),
             has_stalled: AtomicBool::new(false),
-            enqueued: CachePadded(AtomicU64::new(0)),
-            completed: CachePadded(AtomicU64::new(0)),
-            state: AtomicU8::new(IDLE),
+            enqueued: CachePadded::new(AtomicU64::new(0)),
+            completed: CachePadded::new(AtomicU64::new(0)),
+            state: AtomicStreamState::new(),
             waiters: Mutex::new(Vec::new()),
             has_waiters: AtomicBool::new(false),
             sleepers: AtomicUsize::new(0),
@@ -221,10 +186,7 @@ impl Stream {
             self.enqueued.store(seq, SeqCst);
             seq
         };
-        // Read before trying: a stream that is running or hot (the usual
-        // case under load) then costs a shared read, not a cache line taken
-        // from its runner.
-        if self.state.load(SeqCst) == IDLE && self.state.compare_exchange(IDLE, QUEUED, SeqCst, Relaxed).is_ok() {
+        if self.state.try_queue_on_enqueue() {
             crate::fake().device(self.device).busy_streams.fetch_add(1, SeqCst);
             crate::fake().executor.schedule(self.clone());
         }
@@ -307,7 +269,7 @@ impl Stream {
                 }
                 continue;
             }
-            if rounds < SPIN_ROUNDS {
+            if rounds < SYNC_SPIN_PAUSES {
                 rounds += 1;
                 std::hint::spin_loop();
                 continue;
@@ -321,7 +283,7 @@ impl Stream {
                 // store then load): either the check sees the point passed,
                 // or the completion sees this thread waiting for it.
                 self.sleep_until.fetch_min(seq, SeqCst);
-                if self.passed(seq) || self.state.load(SeqCst) == QUEUED {
+                if self.passed(seq) || self.state.is_queued() {
                     break;
                 }
                 guard = self.sleep_cv.wait(guard).unwrap_or_else(|e| e.into_inner());
@@ -333,14 +295,15 @@ impl Stream {
 
     /// Takes the stream to run it, from a run queue or a hot set; false if
     /// it is not there (idle, blocked, or someone else runs it).
+    #[inline]
     pub fn claim(&self) -> bool {
-        let state = self.state.load(SeqCst);
-        (state == QUEUED || state == HOT) && self.state.compare_exchange(state, RUNNING, SeqCst, Relaxed).is_ok()
+        self.state.try_claim()
     }
 
     /// Whether the stream sits in a hot set, unclaimed.
+    #[inline]
     pub fn is_hot(&self) -> bool {
-        self.state.load(Relaxed) == HOT
+        self.state.is_hot()
     }
 
     /// Whether operations wait to be run.
@@ -348,60 +311,62 @@ impl Stream {
         !self.pending.is_empty()
     }
 
-    /// The owner (RUNNING) puts the stream in its hot set.
+    /// The owner (Running) puts the stream in its hot set.
+    #[inline]
     pub fn park_hot(&self) {
-        self.state.store(HOT, SeqCst);
+        self.state.park_hot();
     }
 
     /// Takes a hot stream back to the usual protocol, unless someone has
     /// claimed it meanwhile.
     pub fn release_hot(self: &Arc<Self>) {
-        if self.state.compare_exchange(HOT, RUNNING, SeqCst, Relaxed).is_ok() {
+        if self.state.try_unpark_hot() {
             self.release();
         }
     }
 
-    /// The owner (RUNNING) lets the stream go idle; work enqueued meanwhile
+    /// The owner (Running) lets the stream go idle; work enqueued meanwhile
     /// sends it to the run queue instead.
     pub fn release(self: &Arc<Self>) {
-        self.state.store(IDLE, SeqCst);
+        self.state.release_idle();
         // Pairs with the enqueue's store and state check: either the
-        // producer sees IDLE and schedules, or we see its operation.
+        // producer sees Idle and schedules, or we see its operation.
         let more = self.enqueued.load(SeqCst) > self.completed.load(SeqCst);
-        if more && self.state.compare_exchange(IDLE, QUEUED, SeqCst, Relaxed).is_ok() {
+        if more && self.state.try_requeue_released() {
             // Still busy: the count moves on to the queued stretch.
             crate::fake().executor.schedule(self.clone());
             return;
         }
-        // Counted busy from IDLE -> QUEUED until here: one count per
+        // Counted busy from Idle -> Queued until here: one count per
         // stretch of activity, not one per operation.
         crate::fake().device(self.device).busy_streams.fetch_sub(1, SeqCst);
     }
 
-    /// Runs the stream the caller owns (RUNNING). A host thread waiting for
+    /// Runs the stream the caller owns (Running). A host thread waiting for
     /// operation `until` stops once it is done, handing whatever other
     /// threads enqueued since back to the workers, so a synchronize cannot
     /// be held forever by a producer that keeps the stream busy. A worker
-    /// (`until` None) yields after `BUDGET` operations when other streams
-    /// wait; once the stream is empty it keeps looking for `linger` rounds
-    /// if there is nothing else to do, so that a producer in the middle of
-    /// a burst finds it still running and nobody pays for a wake-up.
-    pub fn drain(self: &Arc<Self>, until: Option<u64>, linger: u32) -> Drained {
+    /// (`until` None) yields after `STREAM_BUDGET_OPS` operations when other
+    /// streams wait; once the stream is empty it keeps looking for
+    /// `linger_pauses` rounds if there is nothing else to do, so that a
+    /// producer in the middle of a burst finds it still running and nobody
+    /// pays for a wake-up.
+    pub fn drain(self: &Arc<Self>, until: Option<u64>, linger_pauses: u32) -> Drained {
         let mut next = if self.has_stalled.swap(false, SeqCst) { lock(&self.stalled).take() } else { None };
-        let mut budget = BUDGET;
+        let mut budget = STREAM_BUDGET_OPS;
         let executor = &crate::fake().executor;
         let others_waiting = || executor.has_work() || !crate::hot::is_empty();
         loop {
             while let Some(op) = next.take().or_else(|| self.pending.pop()) {
                 match self.execute(op) {
                     Step::Done(result) => self.complete_one(result),
-                    // State is BLOCKED, the op is in `stalled` and we are
+                    // State is Blocked, the op is in `stalled` and we are
                     // registered as a waiter: the waker reschedules us.
                     Step::Blocked => return Drained::Blocked,
                 }
                 if let Some(seq) = until {
                     if self.passed(seq) && !self.pending.is_empty() {
-                        self.state.store(QUEUED, SeqCst);
+                        self.state.hand_back();
                         executor.schedule(self.clone());
                         return Drained::HandedBack;
                     }
@@ -412,11 +377,11 @@ impl Stream {
                     if others_waiting() {
                         return Drained::Yielded;
                     }
-                    budget = BUDGET;
+                    budget = STREAM_BUDGET_OPS;
                 }
             }
             let mut rounds = 0;
-            while self.pending.is_empty() && rounds < linger && !others_waiting() {
+            while self.pending.is_empty() && rounds < linger_pauses && !others_waiting() {
                 std::hint::spin_loop();
                 rounds += 1;
             }
@@ -429,14 +394,14 @@ impl Stream {
     fn execute(self: &Arc<Self>, op: Op) -> Step {
         match op {
             Op::Copy { dst, src, len } => {
-                let _long = (len >= LONG_COPY).then(|| crate::fake().executor.long_op());
+                let _long = (len >= LONG_COPY_MIN_BYTES).then(|| crate::fake().executor.long_op());
                 // SAFETY: the front checked both ranges at enqueue; device
                 // addresses were translated to the backend alias.
                 unsafe { std::ptr::copy(src.0 as *const u8, dst.0 as *mut u8, len) };
                 Step::Done(Ok(()))
             }
             Op::Set { dst, value, len } => {
-                let _long = (len >= LONG_COPY).then(|| crate::fake().executor.long_op());
+                let _long = (len >= LONG_COPY_MIN_BYTES).then(|| crate::fake().executor.long_op());
                 // SAFETY: as for Copy.
                 unsafe { std::ptr::write_bytes(dst.0 as *mut u8, value, len) };
                 Step::Done(Ok(()))
@@ -498,7 +463,7 @@ impl Stream {
             lock(&self.stalled).take();
             return false;
         }
-        self.state.store(BLOCKED, SeqCst);
+        self.state.block();
         waiters.push((seq, self.clone()));
         true
     }
@@ -540,7 +505,7 @@ impl Stream {
             if *seq > completed {
                 return true;
             }
-            stream.state.store(QUEUED, SeqCst);
+            stream.state.wake_blocked();
             crate::fake().executor.schedule(stream.clone());
             stream.notify_sleepers();
             false
