@@ -4,11 +4,12 @@ use crate::addr_map::AddrMap;
 use crate::config::Config;
 use crate::error::{failure, FakeResult};
 use crate::heap::Heap;
+use crate::lock::IgnorePoison;
 use crate::pool::{pool_block_len, Pool, PoolBlock};
 use crate::region::Region;
 use crate::stream::{Op, Stream};
 use std::sync::atomic::{AtomicU64, Ordering::*};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use xdal_abi::xdal_mem_stats_t;
 
 /// Frees of at least this many bytes give their pages back to the OS.
@@ -34,10 +35,6 @@ pub(crate) struct FakeDevice {
     num_ooms: AtomicU64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl FakeDevice {
     pub fn new(index: usize, config: &Config) -> FakeResult<FakeDevice> {
         let region = Region::reserve(config.memory_bytes, config.protect)?;
@@ -59,7 +56,7 @@ impl FakeDevice {
     }
 
     pub fn reserved(&self) -> usize {
-        lock(&self.heap).used()
+        self.heap.lock().ignore_poison().used()
     }
 
     fn count_alloc(&self, requested: usize) {
@@ -87,16 +84,16 @@ impl FakeDevice {
     /// Takes `len` bytes from the heap, emptying the pool's ready blocks
     /// into it once if the heap is full.
     fn heap_alloc(&self, len: usize, requested: usize) -> Option<usize> {
-        if let Some(offset) = lock(&self.heap).alloc(len, requested) {
+        if let Some(offset) = self.heap.lock().ignore_poison().alloc(len, requested) {
             return Some(offset);
         }
         self.empty_cache();
-        lock(&self.heap).alloc(len, requested)
+        self.heap.lock().ignore_poison().alloc(len, requested)
     }
 
     /// Returns a block to the heap; its (length, requested bytes).
     fn heap_free(&self, offset: usize) -> Option<(usize, usize)> {
-        let freed = lock(&self.heap).free(offset);
+        let freed = self.heap.lock().ignore_poison().free(offset);
         if let Some((len, _)) = freed {
             if len >= RELEASE_THRESHOLD {
                 self.region.release(offset, len);
@@ -117,7 +114,7 @@ impl FakeDevice {
     /// for the device's pending work, which may still use it.
     pub fn free(&self, addr: usize) -> FakeResult<()> {
         let offset = self.region.offset_of(addr);
-        let pooled = lock(&self.pool).remove_live(offset);
+        let pooled = self.pool.lock().ignore_poison().remove_live(offset);
         match (pooled, self.heap_free(offset)) {
             (Some(block), _) => self.count_free(block.requested),
             (None, Some((_, requested))) => self.count_free(requested),
@@ -136,13 +133,13 @@ impl FakeDevice {
         let Some(len) = pool_block_len(size) else {
             return Err(self.oom(size));
         };
-        let mut pool = lock(&self.pool);
+        let mut pool = self.pool.lock().ignore_poison();
         let offset = match pool.take(len, stream) {
             Some(offset) => offset,
             None => {
                 drop(pool);
                 let offset = self.heap_alloc(len, size).ok_or_else(|| self.oom(size))?;
-                pool = lock(&self.pool);
+                pool = self.pool.lock().ignore_poison();
                 offset
             }
         };
@@ -156,7 +153,7 @@ impl FakeDevice {
     /// allocation is freed once the stream reaches this point.
     pub fn free_async(&'static self, addr: usize, stream: &Arc<Stream>) -> FakeResult<()> {
         let offset = self.region.offset_of(addr);
-        let mut pool = lock(&self.pool);
+        let mut pool = self.pool.lock().ignore_poison();
         if pool.is_live(offset) {
             let at = stream.last_enqueued();
             if let Some(block) = pool.release(offset, stream.clone(), at) {
@@ -178,20 +175,20 @@ impl FakeDevice {
     /// Gives every cached pool block whose stream is past its free back to
     /// the heap.
     pub fn empty_cache(&self) {
-        let ready = lock(&self.pool).drain_ready();
+        let ready = self.pool.lock().ignore_poison().drain_ready();
         let mut freed = 0;
         for offset in ready {
             if let Some((len, _)) = self.heap_free(offset) {
                 freed += len;
             }
         }
-        lock(&self.pool).forget_cached_bytes(freed);
+        self.pool.lock().ignore_poison().forget_cached_bytes(freed);
     }
 
     pub fn stats(&self) -> xdal_mem_stats_t {
         // One look at the heap, so that the peak is never below `reserved`.
         let (reserved, peak_reserved) = {
-            let heap = lock(&self.heap);
+            let heap = self.heap.lock().ignore_poison();
             (heap.used(), heap.peak_used())
         };
         xdal_mem_stats_t {
@@ -209,19 +206,19 @@ impl FakeDevice {
     /// Restarts both peaks from the current allocation and reservation.
     pub fn reset_peak(&self) {
         self.peak.store(self.allocated.load(Relaxed), Relaxed);
-        lock(&self.heap).reset_peak();
+        self.heap.lock().ignore_poison().reset_peak();
     }
 
     pub fn add_stream(&self, stream: &Arc<Stream>) {
-        lock(&self.streams).insert(stream.id(), Arc::downgrade(stream));
+        self.streams.lock().ignore_poison().insert(stream.id(), Arc::downgrade(stream));
     }
 
     pub fn forget_stream(&self, id: u64) {
-        lock(&self.streams).remove(&id);
+        self.streams.lock().ignore_poison().remove(&id);
     }
 
     fn live_streams(&self) -> Vec<Arc<Stream>> {
-        lock(&self.streams).values().filter_map(Weak::upgrade).collect()
+        self.streams.lock().ignore_poison().values().filter_map(Weak::upgrade).collect()
     }
 
     /// Waits for every stream of the device; returns the first sticky error.

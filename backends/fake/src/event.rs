@@ -2,6 +2,7 @@
 //! hold on to the marker they were given, so re-recording the event later
 //! never changes what an earlier wait waits for.
 use crate::error::{failure, FakeResult};
+use crate::lock::IgnorePoison;
 use crate::stream::{Op, Stream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -57,7 +58,7 @@ impl Event {
 
     /// The point of the latest record, if any.
     pub fn point(&self) -> Option<Arc<Marker>> {
-        self.point.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.point.lock().ignore_poison().clone()
     }
 
     pub fn record(&self, stream: &Arc<Stream>) {
@@ -67,7 +68,7 @@ impl Event {
             // the marker, held by nobody else once the record it belonged to
             // is replaced (waits hold theirs), can be reused.
             let seq = stream.idle_point().unwrap_or_else(|| stream.enqueue(Op::Point));
-            let mut point = self.point.lock().unwrap_or_else(|e| e.into_inner());
+            let mut point = self.point.lock().ignore_poison();
             match point.as_mut().and_then(Arc::get_mut) {
                 Some(marker) => {
                     if !Arc::ptr_eq(&marker.stream, stream) {
@@ -85,7 +86,7 @@ impl Event {
             // Nothing pending: the stream is at this point now.
             let time_ns = AtomicU64::new(if timing { now_ns() } else { 0 });
             let marker = Arc::new(Marker { stream: stream.clone(), seq, timing, time_ns });
-            *self.point.lock().unwrap_or_else(|e| e.into_inner()) = Some(marker);
+            *self.point.lock().ignore_poison() = Some(marker);
             return;
         }
         let mut marker = None;
@@ -94,7 +95,7 @@ impl Event {
             marker = Some(m.clone());
             Op::Mark(m)
         });
-        *self.point.lock().unwrap_or_else(|e| e.into_inner()) = marker;
+        *self.point.lock().ignore_poison() = marker;
     }
 
     pub fn query(&self) -> FakeResult<()> {

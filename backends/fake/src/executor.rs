@@ -3,6 +3,7 @@
 //! level) until a worker, or a host thread waiting for it, takes it and
 //! drains it. No stream owns a thread, so streams cost only memory.
 use crate::launch::Launch;
+use crate::lock::IgnorePoison;
 use crate::stream::{Drained, Stream};
 use crate::tuning::{EMPTIED_STREAM_LINGER_PAUSES, WORKER_IDLE_SPIN_PAUSES};
 use crossbeam_queue::SegQueue;
@@ -77,7 +78,7 @@ impl Executor {
         let nobody_looking = self.spinners.load(Ordering::SeqCst) == 0
             && self.active.load(Ordering::SeqCst) <= self.in_long_ops.load(Ordering::SeqCst);
         if nobody_looking && self.sleepers.load(Ordering::SeqCst) > 0 {
-            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            let _guard = self.lock.lock().ignore_poison();
             self.wake.notify_one();
         }
     }
@@ -168,11 +169,11 @@ impl Executor {
     }
 
     fn park(&self) {
-        let guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.lock.lock().ignore_poison();
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if !self.has_work() {
-            drop(self.wake.wait(guard).unwrap_or_else(|e| e.into_inner()));
+            drop(self.wake.wait(guard).ignore_poison());
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }

@@ -4,6 +4,7 @@
 //! rest to idle workers of the same executor, so blocks run in parallel
 //! without any thread ever waiting on work only another could do.
 use crate::error::{failure, Failure, FakeResult};
+use crate::lock::IgnorePoison;
 use crate::module::FakeFunction;
 use crossbeam_queue::SegQueue;
 use std::cell::RefCell;
@@ -188,7 +189,7 @@ impl Launch {
             *this.next.get_mut() = 0;
             *this.done.get_mut() = 0;
             *this.failed.get_mut() = false;
-            *this.failure.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
+            *this.failure.get_mut().ignore_poison() = None;
         };
         // Spares are pushed only when unshared, so get_mut succeeds.
         if let Some(mut spare) = SPARE.pop() {
@@ -230,7 +231,7 @@ impl Launch {
         while self.done.load(Acquire) < self.total {
             std::thread::yield_now();
         }
-        match self.failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        match self.failure.lock().ignore_poison().take() {
             Some(failure) => Err(failure),
             None => Ok(()),
         }
@@ -246,7 +247,7 @@ impl Launch {
             if !self.failed.load(Relaxed) {
                 if let Err(failure) = self.run_block(index) {
                     self.failed.store(true, Relaxed);
-                    self.failure.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(failure);
+                    self.failure.lock().ignore_poison().get_or_insert(failure);
                 }
             }
             self.done.fetch_add(1, Release);

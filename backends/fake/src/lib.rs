@@ -17,6 +17,7 @@ mod executor;
 mod heap;
 mod hot;
 mod launch;
+mod lock;
 mod module;
 mod pool;
 mod region;

@@ -7,13 +7,14 @@
 //! waits and the stream-ordered pool are all built on that.
 use crate::error::{panic_text, Failure};
 use crate::event::Marker;
+use crate::lock::IgnorePoison;
 use crate::stream_state::AtomicStreamState;
 use crate::tuning::{ENQUEUE_LOCK_SPIN_PAUSES, LONG_COPY_MIN_BYTES, STREAM_BUDGET_OPS, SYNC_SPIN_PAUSES};
 use crossbeam_queue::SegQueue;
 use crossbeam_utils::CachePadded;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// A lock for the few instructions of an enqueue: contended only by
 /// producers of the same stream, so spinning beats sleeping.
@@ -135,10 +136,6 @@ pub(crate) struct Stream {
     destroyed: AtomicBool,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Stream {
     pub fn new(device: usize, level: usize, id: u64) -> Stream {
         Stream {
@@ -204,7 +201,7 @@ impl Stream {
     /// The user destroyed the stream: its error stops counting for the
     /// device (the error slot's lock orders this against a failure).
     pub fn mark_destroyed(&self) {
-        let error = lock(&self.error);
+        let error = self.error.lock().ignore_poison();
         if !self.destroyed.swap(true, SeqCst) && error.is_some() {
             crate::fake().device(self.device).failed_streams.fetch_sub(1, SeqCst);
         }
@@ -228,7 +225,7 @@ impl Stream {
     /// The sticky error, if an operation at or before `seq` failed.
     pub fn error_at(&self, seq: u64) -> Option<Failure> {
         if self.error_seq.load(Acquire) <= seq {
-            lock(&self.error).clone()
+            self.error.lock().ignore_poison().clone()
         } else {
             None
         }
@@ -276,7 +273,7 @@ impl Stream {
             }
             // Sleep until the point is passed, or until the stream is queued
             // again (a wait it was blocked on was satisfied): then help run it.
-            let mut guard = lock(&self.sleep_lock);
+            let mut guard = self.sleep_lock.lock().ignore_poison();
             self.sleepers.fetch_add(1, SeqCst);
             loop {
                 // Registered before the check (pairs with the completion's
@@ -286,7 +283,7 @@ impl Stream {
                 if self.passed(seq) || self.state.is_queued() {
                     break;
                 }
-                guard = self.sleep_cv.wait(guard).unwrap_or_else(|e| e.into_inner());
+                guard = self.sleep_cv.wait(guard).ignore_poison();
             }
             self.sleepers.fetch_sub(1, SeqCst);
             drop(guard);
@@ -352,7 +349,8 @@ impl Stream {
     /// producer in the middle of a burst finds it still running and nobody
     /// pays for a wake-up.
     pub fn drain(self: &Arc<Self>, until: Option<u64>, linger_pauses: u32) -> Drained {
-        let mut next = if self.has_stalled.swap(false, SeqCst) { lock(&self.stalled).take() } else { None };
+        let mut next =
+            if self.has_stalled.swap(false, SeqCst) { self.stalled.lock().ignore_poison().take() } else { None };
         let mut budget = STREAM_BUDGET_OPS;
         let executor = &crate::fake().executor;
         let others_waiting = || executor.has_work() || !crate::hot::is_empty();
@@ -454,13 +452,13 @@ impl Stream {
         }
         // Parked before we register: the waker may resume us (on another
         // thread) the moment we are registered.
-        *lock(&self.stalled) = Some(Op::Wait(marker));
+        *self.stalled.lock().ignore_poison() = Some(Op::Wait(marker));
         self.has_stalled.store(true, SeqCst);
-        let mut waiters = lock(&target.waiters);
+        let mut waiters = target.waiters.lock().ignore_poison();
         target.has_waiters.store(true, SeqCst);
         if target.completed.load(SeqCst) >= seq {
             self.has_stalled.store(false, SeqCst);
-            lock(&self.stalled).take();
+            self.stalled.lock().ignore_poison().take();
             return false;
         }
         self.state.block();
@@ -471,7 +469,7 @@ impl Stream {
     fn complete_one(&self, result: Result<(), Failure>) {
         let seq = self.completed.load(Relaxed) + 1;
         if let Err(failure) = result {
-            let mut error = lock(&self.error);
+            let mut error = self.error.lock().ignore_poison();
             if error.is_none() {
                 *error = Some(failure);
                 self.error_seq.store(seq, Release);
@@ -492,7 +490,7 @@ impl Stream {
     /// Wakes host threads waiting on this stream, if any.
     fn notify_sleepers(&self) {
         if self.sleepers.load(SeqCst) > 0 {
-            let _guard = lock(&self.sleep_lock);
+            let _guard = self.sleep_lock.lock().ignore_poison();
             // Every sleeper wakes, and those still waiting register again.
             self.sleep_until.store(u64::MAX, SeqCst);
             self.sleep_cv.notify_all();
@@ -500,7 +498,7 @@ impl Stream {
     }
 
     fn wake_waiters(&self, completed: u64) {
-        let mut waiters = lock(&self.waiters);
+        let mut waiters = self.waiters.lock().ignore_poison();
         waiters.retain(|(seq, stream)| {
             if *seq > completed {
                 return true;

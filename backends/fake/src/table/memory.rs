@@ -2,6 +2,7 @@
 //! the backend alias before any access (a no-op outside protect mode).
 use super::{stream_ref, write_out};
 use crate::error::{entry, failure};
+use crate::lock::IgnorePoison;
 use crate::region::{map, page_size, unmap};
 use crate::stream::{Op, SendPtr};
 use std::collections::HashMap;
@@ -33,7 +34,7 @@ pub(super) unsafe extern "C" fn malloc_host(size: usize, ptr: *mut *mut c_void) 
             .checked_next_multiple_of(page_size())
             .ok_or_else(|| failure!(XDAL_ERROR_OUT_OF_MEMORY, "{size} bytes of pinned memory"))?;
         let addr = map(len, libc::PROT_READ | libc::PROT_WRITE)?;
-        host_blocks().lock().unwrap_or_else(|e| e.into_inner()).insert(addr, len);
+        host_blocks().lock().ignore_poison().insert(addr, len);
         // SAFETY: the front passes a valid output pointer.
         unsafe { write_out(ptr, addr as *mut c_void) }
     })
@@ -41,7 +42,7 @@ pub(super) unsafe extern "C" fn malloc_host(size: usize, ptr: *mut *mut c_void) 
 
 pub(super) unsafe extern "C" fn free_host(ptr: *mut c_void) -> xdal_status_raw {
     entry(|| {
-        let len = host_blocks().lock().unwrap_or_else(|e| e.into_inner()).remove(&(ptr as usize));
+        let len = host_blocks().lock().ignore_poison().remove(&(ptr as usize));
         let len = len.ok_or_else(|| failure!(XDAL_ERROR_INVALID_POINTER, "{ptr:p} is not pinned host memory"))?;
         unmap(ptr as usize, len);
         Ok(())
