@@ -193,7 +193,16 @@ fn load() -> Result<Backend, Error> {
         // SAFETY: the shim only reads a weak symbol's address.
         "" => match unsafe { xdal_front_linked_backend_getter() } {
             Some(getter) => ("linked-in backend".to_string(), Some(getter)),
-            None => builtin(builtin_backends::default_backend()),
+            None => match builtin_backends::default_backend() {
+                Some(b) => builtin(b),
+                None => {
+                    return Err(err!(
+                        XDAL_ERROR_BACKEND_UNAVAILABLE,
+                        "this library was built without built-in backends; set XDAL_BACKEND to the path of a \
+                         backend plugin .so"
+                    ))
+                }
+            },
         },
         path if path.contains('/') || path.ends_with(".so") => (path.to_string(), open_plugin(path)?),
         name => match builtin_backends::find(name) {

@@ -18,16 +18,21 @@ pub struct BuiltinBackend {
     pub(crate) getter: Getter,
 }
 
-/// Every built-in backend, the default first.
-pub static BUILTIN_BACKENDS: &[BuiltinBackend] = &[BuiltinBackend {
-    name: "fake",
-    runs_on: "devices simulated on the CPU",
-    getter: xdal_fake::xdal_fake_backend_get_v1,
-}];
+/// Every built-in backend, the default first. Each is behind the cargo
+/// feature of its name (all on by default).
+pub static BUILTIN_BACKENDS: &[BuiltinBackend] = &[
+    #[cfg(feature = "fake")]
+    BuiltinBackend {
+        name: "fake",
+        runs_on: "devices simulated on the CPU",
+        getter: xdal_fake::xdal_fake_backend_get_v1,
+    },
+];
 
-/// The backend used when nothing else is chosen or linked in.
-pub(crate) fn default_backend() -> &'static BuiltinBackend {
-    &BUILTIN_BACKENDS[0]
+/// The backend used when nothing else is chosen or linked in; none in a
+/// build without built-in backends.
+pub(crate) fn default_backend() -> Option<&'static BuiltinBackend> {
+    BUILTIN_BACKENDS.first()
 }
 
 /// The built-in backend called `name`.
@@ -35,12 +40,15 @@ pub(crate) fn find(name: &str) -> Option<&'static BuiltinBackend> {
     BUILTIN_BACKENDS.iter().find(|b| b.name == name)
 }
 
-/// The built-in names as a message lists them: "fake, opencl".
+/// The built-in names as a message lists them: "fake, opencl", or "none".
 pub(crate) fn names() -> String {
+    if BUILTIN_BACKENDS.is_empty() {
+        return "none".to_string();
+    }
     BUILTIN_BACKENDS.iter().map(|b| b.name).collect::<Vec<_>>().join(", ")
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "fake"))]
 mod tests {
     use super::*;
 
@@ -69,6 +77,6 @@ mod tests {
             assert!(std::ptr::eq(find(backend.name).unwrap(), backend), "{} is listed twice", backend.name);
         }
         assert!(find("none-such").is_none());
-        assert_eq!(default_backend().name, "fake");
+        assert_eq!(default_backend().map(|b| b.name), Some("fake"));
     }
 }

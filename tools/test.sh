@@ -30,6 +30,8 @@ cargo fmt --all --check
 
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The front alone, without built-in backends (the ABI self-test builds it so).
+cargo clippy -p xdal --no-default-features --locked -- -D warnings
 
 echo "== cargo test"
 cargo test --workspace --locked

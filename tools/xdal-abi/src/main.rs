@@ -9,6 +9,7 @@
 //! xdal-abi check  --headers include/xdal --library build/lib/libxdal.so.1.1.0 \
 //!                 --debug-library target/debug/libxdal.so --baselines abi/baselines
 //! xdal-abi freeze 1.1 --headers include/xdal --library target/debug/libxdal.so --baselines abi/baselines
+//! xdal-abi headers --root . --out include/xdal
 //! ```
 mod abidiff;
 mod baseline;
@@ -19,6 +20,7 @@ mod describe;
 mod elf;
 mod freeze;
 mod header;
+mod headers;
 mod model;
 mod probe;
 mod scratch;
@@ -88,6 +90,15 @@ enum Command {
         #[arg(long)]
         no_abidiff: bool,
     },
+    /// Write the public headers cbindgen makes of a source tree (xdal.h, xdal_backend.h).
+    Headers {
+        /// The source tree's root (its Cargo.toml and cbindgen.toml).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        /// Where to write them (default: <root>/include/xdal).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
 }
 
 fn dump(build: &Build, out: Option<&PathBuf>, abidw_out: Option<&PathBuf>) -> Result<(), String> {
@@ -122,6 +133,10 @@ fn run(cli: Cli) -> Result<bool, String> {
             abidiff: !no_abidiff,
         })
         .map(|()| true),
+        Command::Headers { root, out } => {
+            let out = out.unwrap_or_else(|| root.join("include/xdal"));
+            headers::write_headers(&root, &out).map(|()| true)
+        }
     }
 }
 
