@@ -7,6 +7,7 @@ pkg-config (PKG_CONFIG_PATH) or, failing that, through xdal's CMake package
     pip install --no-build-isolation integrations/torch
 """
 
+import glob
 import os
 import shutil
 import subprocess
@@ -79,9 +80,13 @@ warnings = ["-Wall", "-Wextra"]
 if os.environ.get("TORCH_XDAL_WERROR", "1") == "1":
     warnings.append("-Werror")
 
+# Every translation unit in csrc/, relative to this directory as setuptools
+# wants them (one integration point each: see csrc/xdal_torch.h).
+sources = sorted(os.path.relpath(p, HERE) for p in glob.glob(os.path.join(HERE, "csrc", "*.cpp")))
+
 ext = CppExtension(
     name="torch_xdal._C",
-    sources=[os.path.join("csrc", n) for n in ("runtime.cpp", "ops.cpp", "kernels.cpp", "module.cpp")],
+    sources=sources,
     include_dirs=[os.path.join(HERE, "csrc")] + includes,
     library_dirs=libdirs,
     libraries=["xdal"],

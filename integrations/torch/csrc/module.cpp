@@ -8,10 +8,6 @@
 
 namespace py = pybind11;
 
-namespace torch_xdal {
-const at::Generator& xdal_default_generator(c10::DeviceIndex device);
-}
-
 PYBIND11_MODULE(_C, m) {
   using namespace torch_xdal;
   m.doc() = "torch_xdal native part: a PrivateUse1 backend on the xdal C ABI";
@@ -70,7 +66,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("default_generator", [](int d) {
     return py::reinterpret_steal<py::object>(
-        THPGenerator_initDefaultGenerator(xdal_default_generator(c10::DeviceIndex(d))));
+        THPGenerator_initDefaultGenerator(default_generator(c10::DeviceIndex(d))));
   });
   m.def("fallback_counts", [] {
     py::dict r;

@@ -40,11 +40,6 @@
 #include <vector>
 
 namespace torch_xdal {
-
-// runtime.cpp
-at::Generator cpu_generator_of(const at::Generator& gen);
-const at::Generator& xdal_default_generator(c10::DeviceIndex device);
-
 namespace {
 
 using at::Tensor;
@@ -442,7 +437,7 @@ void xdal_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     at::Generator gen;
     if (v.isNone()) {
       if (!device) continue;
-      gen = xdal_default_generator(device->index() < 0 ? current_device() : device->index());
+      gen = default_generator(device->index() < 0 ? current_device() : device->index());
     } else {
       gen = v.toGenerator();
       if (gen.device().type() != kXdal) continue;

@@ -1,16 +1,23 @@
 // torch_xdal: a PyTorch PrivateUse1 backend built only on the xdal C ABI.
 //
-// Declarations shared by the translation units:
-//   runtime.cpp  devices, streams, events (the device guard), the device and
-//                pinned host allocators, hooks, the random generator
-//   ops.cpp      ATen kernels registered for PrivateUse1, copies, the CPU fallback
-//   kernels.cpp  host kernels launched through xdal_function_from_host (this
-//                part includes no ATen header, only c10 scalar types)
-//   module.cpp   the Python module torch_xdal._C
+// Declarations shared by the translation units, one integration point each
+// (docs/torch.md maps them onto xdal calls):
+//   device.cpp            errors, the device count, the current device
+//   streams.cpp           default streams, stream pools, current streams
+//   guard.cpp             the device guard (DeviceGuardImplInterface)
+//   device_allocator.cpp  the device allocator (c10::DeviceAllocator)
+//   host_allocator.cpp    the pinned host allocator (at::HostAllocator)
+//   generator.cpp         the per-device random generators
+//   hooks.cpp             the PrivateUse1 hooks (PrivateUse1HooksInterface)
+//   ops.cpp               ATen kernels registered for PrivateUse1, copies, the CPU fallback
+//   kernels.cpp           host kernels launched through xdal_function_from_host (this
+//                         part includes no ATen header, only c10 scalar types)
+//   module.cpp            the Python module torch_xdal._C
 #pragma once
 
 #include <xdal/xdal.h>
 
+#include <ATen/core/ATen_fwd.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/Device.h>
 #include <c10/core/StorageImpl.h>
@@ -41,12 +48,14 @@ std::string last_error_message();
     }                                                  \
   } while (0)
 
-// ---- devices (runtime.cpp) ----
+// ---- devices (device.cpp) ----
 c10::DeviceIndex device_count() noexcept;
 c10::DeviceIndex current_device();
 void set_device(c10::DeviceIndex device);
 c10::DeviceIndex exchange_device(c10::DeviceIndex device);
 void check_device(c10::DeviceIndex device);
+// `device`, or the current device for a negative one.
+c10::DeviceIndex resolve_device(c10::DeviceIndex device);
 
 // Makes `device` xdal's current device for the calling thread while alive,
 // for the calls that act on the current device (event creation, device
@@ -63,7 +72,11 @@ class DeviceSwitch {
   int previous_ = -1;
 };
 
-// ---- streams (runtime.cpp) ----
+// ---- streams (streams.cpp) ----
+// Priority levels a device's stream pools have at most; level 0 is the
+// lowest priority.
+constexpr int kMaxPriorityLevels = 4;
+
 // Stream ids: 0 is the device's default stream (the handle from
 // xdal_device_get_default_stream); pool
 // streams have bit 0 set, the priority level in bits 1-3 and the pool index
@@ -79,18 +92,28 @@ bool query_stream(const c10::Stream& stream);
 // `target` so far (an event recorded and waited on).
 void stream_wait_stream(const c10::Stream& waiter, const c10::Stream& target);
 
-// ---- allocators (runtime.cpp) ----
+// ---- device memory (device_allocator.cpp) ----
 // Grows or shrinks a device storage to `new_size` bytes, keeping its
 // contents (a stream-ordered device-to-device copy).
 void resize_storage_bytes(c10::StorageImpl* storage, size_t new_size);
 c10::Allocator* device_allocator();
 void record_stream(const c10::DataPtr& data, const c10::Stream& stream);
+
+// ---- pinned host memory (host_allocator.cpp) ----
 c10::Allocator* host_allocator();
 // True when `ptr` lies in pinned memory from xdal_malloc_host.
 bool is_pinned_ptr(const void* ptr);
 // Keeps the pinned block containing `ptr` (if it is one of ours) from being
 // released before `stream` reaches this point.
 void host_record_stream(const void* ptr, const c10::Stream& stream);
+
+// ---- random generators (generator.cpp) ----
+// The default generator of `device` (the current device for a negative one).
+const at::Generator& default_generator(c10::DeviceIndex device);
+at::Generator new_generator(c10::DeviceIndex device);
+// The CPU generator that draws the numbers of an xdal generator: the CPU
+// fallback hands it to the CPU kernel.
+at::Generator cpu_generator_of(const at::Generator& gen);
 
 // ---- the CPU fallback (ops.cpp) ----
 // How often each operator went through the CPU fallback (for tests and
