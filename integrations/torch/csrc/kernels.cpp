@@ -1,8 +1,10 @@
 // Host kernels for the fake backend (and any backend that runs host code),
 // launched through xdal_launch_kernel. They touch memory only through their
 // pointer arguments, which xdal hands them as usable addresses (in
-// XDAL_FAKE_PROTECT=1 mode too). Also: the cache of built-in kernels and the
-// launch helper. No ATen header here: this unit compiles quickly.
+// XDAL_FAKE_PROTECT=1 mode too). Also: the cache of built-in kernels, the
+// element types they take, the layout arguments of strided kernels and the
+// launch helper. No ATen header here (only ATen's forward declarations):
+// this unit compiles quickly.
 #include "xdal_torch.h"
 
 #include <c10/util/TypeCast.h>
@@ -13,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace torch_xdal {
 namespace {
@@ -197,7 +200,7 @@ xdal_function_t fill_kernel() {
   return f;
 }
 
-const char* xdal_type_name(ScalarType type) {
+const char* builtin_type_name(ScalarType type) {
   switch (type) {
     case ScalarType::Double: return "f64";
     case ScalarType::Float: return "f32";
@@ -215,6 +218,17 @@ const char* xdal_type_name(ScalarType type) {
   }
 }
 
+bool native_arith_type(ScalarType t) {
+  switch (t) {
+    case ScalarType::Double: case ScalarType::Float: case ScalarType::Half: case ScalarType::BFloat16:
+    case ScalarType::Long: case ScalarType::Int: case ScalarType::Short: case ScalarType::Char:
+    case ScalarType::Byte: case ScalarType::Bool:
+      return true;
+    default:
+      return false;
+  }
+}
+
 xdal_function_t builtin(const char* name) {
   static std::mutex mutex;
   static xdal_module_t module = nullptr;
@@ -227,6 +241,46 @@ xdal_function_t builtin(const char* name) {
   TX_CHECK(xdal_module_get_function(&f, module, name));
   cache.emplace(name, f);
   return f;
+}
+
+bool fill_meta(c10::IntArrayRef sizes, c10::IntArrayRef sstr, c10::IntArrayRef dstr, StridedMeta& m) {
+  std::vector<int64_t> sz, ss, ds;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 1) continue;
+    if (!sz.empty() && ss.back() == sstr[i] * sizes[i] && ds.back() == dstr[i] * sizes[i]) {
+      sz.back() *= sizes[i];
+      ss.back() = sstr[i];
+      ds.back() = dstr[i];
+    } else {
+      sz.push_back(sizes[i]);
+      ss.push_back(sstr[i]);
+      ds.push_back(dstr[i]);
+    }
+  }
+  if (sz.empty()) {
+    sz = {1};
+    ss = {1};
+    ds = {1};
+  }
+  if (sz.size() > size_t(kMaxDims)) return false;
+  m.ndim = int32_t(sz.size());
+  for (size_t i = 0; i < sz.size(); ++i) {
+    m.sizes[i] = sz[i];
+    m.src_strides[i] = ss[i];
+    m.dst_strides[i] = ds[i];
+  }
+  return true;
+}
+
+BuiltinLayout builtin_layout(const StridedMeta& m) {
+  BuiltinLayout l;
+  l.ndim = uint64_t(m.ndim);
+  for (int i = 0; i < m.ndim; ++i) {
+    l.sizes[i] = uint64_t(m.sizes[i]);
+    l.src_strides[i] = m.src_strides[i];
+    l.dst_strides[i] = m.dst_strides[i];
+  }
+  return l;
 }
 
 void launch(xdal_function_t fn, const c10::Stream& stream, int64_t n, bool builtin_kernel,

@@ -1,7 +1,7 @@
 // torch_xdal: a PyTorch PrivateUse1 backend built only on the xdal C ABI.
 //
-// Declarations shared by the translation units, one integration point each
-// (docs/torch.md maps them onto xdal calls):
+// Declarations shared by the translation units, each one integration
+// point of docs/torch.md:
 //   device.cpp            errors, the device count, the current device
 //   streams.cpp           default streams, stream pools, current streams
 //   guard.cpp             the device guard (DeviceGuardImplInterface)
@@ -9,25 +9,41 @@
 //   host_allocator.cpp    the pinned host allocator (at::HostAllocator)
 //   generator.cpp         the per-device random generators
 //   hooks.cpp             the PrivateUse1 hooks (PrivateUse1HooksInterface)
-//   ops.cpp               ATen kernels registered for PrivateUse1, copies, the CPU fallback
-//   kernels.cpp           host kernels launched through xdal_function_from_host (this
-//                         part includes no ATen header, only c10 scalar types)
+//   kernels.cpp           host kernels (xdal_function_from_host), built-in kernels
+//                         and their launch (no ATen header, only c10 types)
+//   tensors.cpp           ATen kernels: creation, views, resize_, set_, record_stream
+//   copies.cpp            ATen kernels: _copy_from, _local_scalar_dense
+//   fill.cpp              ATen kernels: fill_, zero_
+//   arithmetic.cpp        ATen kernels: add, sub, mul
+//   reductions.cpp        ATen kernels: sum
+//   matmul.cpp            ATen kernels: mm
+//   fallback.cpp          the CPU fallback for every other operator
+//   registration.cpp      TORCH_LIBRARY_IMPL of the ATen kernels
 //   module.cpp            the Python module torch_xdal._C
 #pragma once
 
 #include <xdal/xdal.h>
 
 #include <ATen/core/ATen_fwd.h>
+#include <ATen/native/CPUFallback.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/Device.h>
-#include <c10/core/StorageImpl.h>
+#include <c10/core/Layout.h>
+#include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
+#include <c10/core/StorageImpl.h>
 #include <c10/core/Stream.h>
+#include <c10/core/SymIntArrayRef.h>
+#include <c10/util/ArrayRef.h>
 #include <c10/util/Exception.h>
+#include <c10/util/OptionalArrayRef.h>
 
+#include <array>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -115,12 +131,6 @@ at::Generator new_generator(c10::DeviceIndex device);
 // fallback hands it to the CPU kernel.
 at::Generator cpu_generator_of(const at::Generator& gen);
 
-// ---- the CPU fallback (ops.cpp) ----
-// How often each operator went through the CPU fallback (for tests and
-// for finding the operators worth a native kernel).
-std::vector<std::pair<std::string, int64_t>> fallback_counts();
-void reset_fallback_counts();
-
 // ---- kernels (kernels.cpp) ----
 constexpr int kMaxDims = 16;
 
@@ -158,8 +168,28 @@ xdal_function_t fill_kernel();
 
 // Built-in kernels by name ("fill_f32", "cast_f32_f16", ...), cached.
 xdal_function_t builtin(const char* name);
-// xdal's lower-case type name for a ScalarType, or nullptr if none.
-const char* xdal_type_name(c10::ScalarType type);
+// xdal's lower-case name for a ScalarType in built-in kernel names ("f32"
+// in "fill_f32"), or nullptr if xdal has no such type.
+const char* builtin_type_name(c10::ScalarType type);
+// The types of xdal's arithmetic built-ins (add_<t>, mul_<t>, axpby_<t>,
+// sum_<t>, ...) that the native kernels use.
+bool native_arith_type(c10::ScalarType type);
+
+// Fills m's ndim, sizes and strides (in elements) for an elementwise walk
+// over `sizes` with source strides `sstr` and destination strides `dstr`:
+// drops size-1 dimensions and merges dimensions that are contiguous in
+// both. False when more than kMaxDims remain.
+bool fill_meta(c10::IntArrayRef sizes, c10::IntArrayRef sstr, c10::IntArrayRef dstr, StridedMeta& m);
+
+// The layout arguments of xdal's strided built-ins (1.1), passed by value:
+// ndim, then sizes and strides (in elements) as arrays of kMaxDims.
+struct BuiltinLayout {
+  uint64_t ndim = 0;
+  uint64_t sizes[kMaxDims] = {};
+  int64_t src_strides[kMaxDims] = {};
+  int64_t dst_strides[kMaxDims] = {};
+};
+BuiltinLayout builtin_layout(const StridedMeta& m);
 
 // Launches of host kernels (xdal_function_from_host) so far: what a backend
 // that runs no host code could not run (a GPU backend returns
@@ -171,5 +201,112 @@ int64_t host_kernel_launches();
 // built-in kernels are grid-stride loops over blocks of 256.
 void launch(xdal_function_t fn, const c10::Stream& stream, int64_t n, bool builtin_kernel,
             const xdal_kernel_arg_t* args, size_t num_args);
+
+// ---- tensors (tensors.cpp) ----
+bool is_xdal(const at::Tensor& t);
+// The tensor's data pointer (device memory: for xdal calls only).
+char* ptr_of(const at::Tensor& t);
+// True for a conjugate or negative view (bits the native kernels leave to
+// the CPU).
+bool has_bits(const at::Tensor& t);
+// True when a and b share memory (the built-ins refuse most overlaps).
+bool ranges_overlap(const at::Tensor& a, const at::Tensor& b);
+
+// ---- copies (copies.cpp) ----
+// Copies src (already expanded to dst's shape) into dst, both on the same
+// xdal device, converting the element type; ignores conj/neg bits.
+void copy_same_device(const at::Tensor& src, const at::Tensor& dst, const c10::Stream& s);
+
+// ---- fill (fill.cpp) ----
+// The bytes of a scalar as an element of a type, converted as the CPU does.
+struct ScalarBytes {
+  unsigned char bytes[16] = {0};
+  size_t size = 0;
+};
+ScalarBytes scalar_bytes(const c10::Scalar& value, c10::ScalarType type);
+// Fills an xdal tensor of any layout and type with `value` on the current
+// stream of its device.
+at::Tensor& fill_with(at::Tensor& self, const c10::Scalar& value);
+
+// ---- the CPU fallback (fallback.cpp) ----
+// How often each operator went through the CPU fallback (for tests and
+// for finding the operators worth a native kernel).
+std::vector<std::pair<std::string, int64_t>> fallback_counts();
+void reset_fallback_counts();
+
+// ---- ATen kernels, registered for PrivateUse1 in registration.cpp ----
+// Named after their operators, in a namespace of their own so that none
+// looks like a call of xdal's C ABI.
+namespace ops {
+
+// copies.cpp
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst);
+c10::Scalar local_scalar_dense(const at::Tensor& self);
+
+// tensors.cpp
+at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                 std::optional<c10::Device> device, std::optional<bool> pin_memory,
+                 std::optional<c10::MemoryFormat> memory_format);
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                         std::optional<bool> pin_memory);
+const at::Tensor& resize_(const at::Tensor& self, c10::SymIntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format);
+at::Tensor as_strided(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+                      std::optional<c10::SymInt> storage_offset);
+at::Tensor view(const at::Tensor& self, c10::SymIntArrayRef size);
+at::Tensor reshape_alias(const at::Tensor& self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride);
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source, int64_t offset, c10::IntArrayRef size,
+                        c10::IntArrayRef stride);
+at::Tensor& set_source_storage(at::Tensor& self, c10::Storage source);
+at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source);
+void record_stream(at::Tensor& self, c10::Stream stream);
+
+// fill.cpp
+at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value);
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value);
+at::Tensor& zero_(at::Tensor& self);
+
+// arithmetic.cpp
+at::Tensor add(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha);
+at::Tensor& add_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha);
+at::Tensor& add_out(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha, at::Tensor& out);
+at::Tensor sub(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha);
+at::Tensor& sub_(at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha);
+at::Tensor& sub_out(const at::Tensor& self, const at::Tensor& other, const c10::Scalar& alpha, at::Tensor& out);
+at::Tensor mul(const at::Tensor& self, const at::Tensor& other);
+at::Tensor& mul_(at::Tensor& self, const at::Tensor& other);
+at::Tensor& mul_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out);
+
+// reductions.cpp
+at::Tensor sum(const at::Tensor& self, c10::OptionalIntArrayRef dim, bool keepdim,
+               std::optional<c10::ScalarType> dtype);
+at::Tensor& sum_out(const at::Tensor& self, c10::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<c10::ScalarType> dtype, at::Tensor& out);
+
+// matmul.cpp
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
+at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
+
+// fallback.cpp: the boxed CPU fallback, and the convolutions it cannot
+// reach (no CPU kernel under these names).
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
+                       c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+                       c10::IntArrayRef output_padding, int64_t groups);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
+    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> output_mask);
+
+}  // namespace ops
+
+// Calls the operator Op (an at::_ops struct) through the CPU fallback: for
+// the kernels above, in the cases they leave to the CPU.
+template <typename Op, typename... Args>
+decltype(auto) fallback_call(Args&&... args) {
+  return at::native::call_fallback_fn<&ops::cpu_fallback, Op>::call(std::forward<Args>(args)...);
+}
 
 }  // namespace torch_xdal

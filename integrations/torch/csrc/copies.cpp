@@ -1,0 +1,228 @@
+// Copies: _copy_from (host <-> device, device <-> device, dtype
+// conversions, any strides), _copy_from_and_resize and _local_scalar_dense
+// (item()). Data moves only through xdal copies and kernels launched
+// through xdal, never through host accesses to device memory.
+#include "xdal_torch.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/_local_scalar_dense.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <string>
+
+namespace torch_xdal {
+namespace {
+
+using at::Tensor;
+
+// Same sizes and strides, elements filling one contiguous byte range: then
+// element i of one is element i of the other, and a flat copy will do.
+bool dense_same_layout(const Tensor& a, const Tensor& b) {
+  return a.sizes().equals(b.sizes()) && a.strides().equals(b.strides()) && a.is_non_overlapping_and_dense();
+}
+
+void memcpy_on(void* dst, const void* src, size_t n, xdal_memcpy_kind_t kind, const c10::Stream& s) {
+  if (n == 0) return;
+  TX_CHECK(xdal_memcpy_async(dst, src, n, kind, native_stream(s)));
+}
+
+// Whether xdal's cast_strided_trunc_<s>_<d> (1.1) converts exactly as the
+// CPU does: both types are xdal types, and the pair is none of those where
+// PyTorch differs: it rounds f64, i64 and i32 to the narrow floats twice
+// (through f32), and converts floats to uint8 through int64 (wrapping
+// negative values, as NumPy does) where xdal saturates.
+bool builtin_cast_ok(at::ScalarType s, at::ScalarType d) {
+  using ST = at::ScalarType;
+  if (!builtin_type_name(s) || !builtin_type_name(d)) return false;
+  const bool narrow_d = d == ST::Half || d == ST::BFloat16 || d == ST::Float8_e4m3fn || d == ST::Float8_e5m2;
+  if (narrow_d && (s == ST::Double || s == ST::Long || s == ST::Int)) return false;
+  if (at::isFloatingType(s) && d == ST::Byte) return false;
+  return true;
+}
+
+// A CPU tensor holding src's elements (same dtype, src's layout when dense).
+Tensor raw_to_cpu(const Tensor& src) {
+  const c10::Stream s = current_stream(src.device().index());
+  Tensor c = src;
+  if (!c.is_non_overlapping_and_dense()) {
+    c = at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
+    copy_same_device(src, c, s);
+  }
+  Tensor out = at::empty_strided(c.sizes(), c.strides(), c.options().device(at::kCPU));
+  memcpy_on(ptr_of(out), ptr_of(c), size_t(c.numel()) * c.element_size(), XDAL_MEMCPY_DEVICE_TO_HOST, s);
+  synchronize_stream(s);
+  return out;
+}
+
+// Writes the CPU tensor cpu (dst's dtype and shape) into dst's memory.
+void raw_from_cpu(const Tensor& cpu, const Tensor& dst, bool non_blocking) {
+  const c10::Stream s = current_stream(dst.device().index());
+  if (!dst.is_non_overlapping_and_dense()) {
+    Tensor tmp = at::empty(dst.sizes(), dst.options().memory_format(at::MemoryFormat::Contiguous));
+    raw_from_cpu(cpu, tmp, false);
+    copy_same_device(tmp, dst, s);
+    return;
+  }
+  Tensor c = cpu;
+  if (!dense_same_layout(c, dst)) {
+    c = at::empty_strided(dst.sizes(), dst.strides(), cpu.options());
+    c.copy_(cpu);
+  }
+  memcpy_on(ptr_of(dst), ptr_of(c), size_t(c.numel()) * c.element_size(), XDAL_MEMCPY_HOST_TO_DEVICE, s);
+  if (non_blocking && c.is_same(cpu) && is_pinned_ptr(c.const_data_ptr())) {
+    host_record_stream(c.const_data_ptr(), s);  // the pinned block outlives the copy
+  } else {
+    synchronize_stream(s);  // pageable memory: the bytes must be read before we return
+  }
+}
+
+}  // namespace
+
+void copy_same_device(const Tensor& src, const Tensor& dst, const c10::Stream& s) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  const at::ScalarType st = src.scalar_type(), dt = dst.scalar_type();
+  if (st == dt && dense_same_layout(src, dst)) {
+    memcpy_on(ptr_of(dst), ptr_of(src), size_t(n) * dst.element_size(), XDAL_MEMCPY_DEVICE_TO_DEVICE, s);
+    return;
+  }
+  StridedMeta m{};
+  const bool layout_ok = fill_meta(dst.sizes(), src.strides(), dst.strides(), m);
+  // xdal's strided built-ins (1.1), which every backend can run; they
+  // refuse a source overlapping its destination, which the host kernel
+  // copies through memmove.
+  const bool builtin_ok = st == dt ? builtin_type_name(st) != nullptr : builtin_cast_ok(st, dt);
+  if (layout_ok && builtin_ok && !ranges_overlap(src, dst)) {
+    const std::string name = st == dt ? std::string("copy_strided_") + builtin_type_name(st)
+                                      : std::string("cast_strided_trunc_") + builtin_type_name(st) + "_" + builtin_type_name(dt);
+    BuiltinLayout l = builtin_layout(m);
+    void* a = ptr_of(src);
+    void* b = ptr_of(dst);
+    xdal_kernel_arg_t args[] = {{&a, 8},       {&b, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.src_strides, sizeof l.src_strides},
+                                {l.dst_strides, sizeof l.dst_strides}};
+    launch(builtin(name.c_str()), s, n, true, args, 6);
+    return;
+  }
+  const bool convertible = st == dt || (host_convert_supported(st) && host_convert_supported(dt));
+  if (convertible && layout_ok) {
+    m.src_type = int32_t(st);
+    m.dst_type = int32_t(dt);
+    m.itemsize = int32_t(dst.element_size());
+    m.numel = n;
+    void* a = ptr_of(src);
+    void* b = ptr_of(dst);
+    xdal_kernel_arg_t args[] = {{&a, 8}, {&b, 8}, {&m, sizeof m}};
+    launch(copy_kernel(), s, n, false, args, 3);
+    return;
+  }
+  // Element types the host kernel does not convert (complex to real, the
+  // unsigned 16-64 bit types, ...): through the CPU.
+  Tensor cpu = raw_to_cpu(src).to(dt);
+  raw_from_cpu(cpu, dst, false);
+}
+
+namespace {
+
+// src on device a, dst on device b: the copy runs on b's current stream,
+// ordered after a's current stream, which in turn waits for the copy (so
+// that src's memory is not reused before the copy has read it).
+void copy_cross_device(const Tensor& src, const Tensor& dst) {
+  const c10::DeviceIndex a = src.device().index(), b = dst.device().index();
+  Tensor s = src;
+  if (s.scalar_type() != dst.scalar_type() || !s.is_non_overlapping_and_dense()) {
+    c10::DeviceGuard g(src.device());
+    Tensor tmp = at::empty(s.sizes(), s.options().dtype(dst.scalar_type()).memory_format(at::MemoryFormat::Contiguous));
+    copy_same_device(s, tmp, current_stream(a));
+    s = tmp;
+  }
+  c10::DeviceGuard g(dst.device());
+  Tensor d = dense_same_layout(s, dst) ? dst : at::empty_strided(s.sizes(), s.strides(), dst.options());
+  const c10::Stream sa = current_stream(a), sb = current_stream(b);
+  stream_wait_stream(sb, sa);
+  memcpy_on(ptr_of(d), ptr_of(s), size_t(s.numel()) * s.element_size(), XDAL_MEMCPY_DEVICE_TO_DEVICE, sb);
+  stream_wait_stream(sa, sb);
+  if (!d.is_same(dst)) copy_same_device(d, dst, sb);
+}
+
+}  // namespace
+
+namespace ops {
+
+Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
+  TORCH_CHECK(self.defined() && dst.defined(), "xdal: copy of an undefined tensor");
+  if (dst.numel() == 0) return dst;
+  Tensor src = self.sizes().equals(dst.sizes()) ? self : self.expand(dst.sizes());
+
+  if (src.is_conj() != dst.is_conj() || src.is_neg() != dst.is_neg()) {
+    // Materialize the values on the CPU, where copy_ resolves the bits.
+    Tensor v;
+    if (is_xdal(src)) {
+      c10::DeviceGuard g(src.device());
+      v = raw_to_cpu(src);
+      v._set_conj(src.is_conj());
+      v._set_neg(src.is_neg());
+    } else {
+      v = src;
+    }
+    if (!is_xdal(dst)) {
+      dst.copy_(v);
+    } else {
+      c10::DeviceGuard g(dst.device());
+      Tensor tmp = at::empty(dst.sizes(), dst.options().device(at::kCPU));
+      tmp._set_conj(dst.is_conj());
+      tmp._set_neg(dst.is_neg());
+      tmp.copy_(v);
+      tmp._set_conj(false);
+      tmp._set_neg(false);
+      raw_from_cpu(tmp, dst, false);
+    }
+    return dst;
+  }
+
+  if (is_xdal(src) && is_xdal(dst)) {
+    if (src.device() == dst.device()) {
+      c10::DeviceGuard g(dst.device());
+      copy_same_device(src, dst, current_stream(dst.device().index()));
+    } else {
+      copy_cross_device(src, dst);
+    }
+  } else if (src.is_cpu() && is_xdal(dst)) {
+    c10::DeviceGuard g(dst.device());
+    Tensor c = src.scalar_type() == dst.scalar_type() ? src : src.to(dst.scalar_type());
+    raw_from_cpu(c, dst, non_blocking);
+  } else if (is_xdal(src) && dst.is_cpu()) {
+    c10::DeviceGuard g(src.device());
+    if (src.scalar_type() == dst.scalar_type() && dense_same_layout(src, dst)) {
+      const c10::Stream s = current_stream(src.device().index());
+      memcpy_on(ptr_of(dst), ptr_of(src), size_t(src.numel()) * src.element_size(), XDAL_MEMCPY_DEVICE_TO_HOST, s);
+      if (non_blocking && is_pinned_ptr(dst.const_data_ptr())) {
+        host_record_stream(dst.const_data_ptr(), s);
+      } else {
+        synchronize_stream(s);
+      }
+    } else {
+      dst.copy_(raw_to_cpu(src));
+    }
+  } else {
+    TORCH_CHECK(false, "xdal: copy from ", src.device(), " to ", dst.device(), " is not supported");
+  }
+  return dst;
+}
+
+Tensor copy_from_and_resize(const Tensor& self, const Tensor& dst) {
+  dst.resize_(self.sizes());
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const Tensor& self) {
+  c10::DeviceGuard g(self.device());
+  Tensor v = raw_to_cpu(self);
+  v._set_conj(self.is_conj());
+  v._set_neg(self.is_neg());
+  return at::_local_scalar_dense(v.resolve_conj().resolve_neg());
+}
+
+}  // namespace ops
+}  // namespace torch_xdal

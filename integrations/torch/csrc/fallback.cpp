@@ -1,0 +1,150 @@
+// The CPU fallback: every operator without a PrivateUse1 kernel runs on
+// CPU copies of its operands (at::native::cpu_fallback), with xdal
+// generators handed to the CPU kernels as the CPU generators they own;
+// convolution_overrideable and its backward, which have no CPU kernel
+// under those names, the same way by hand. Counts of the operators that
+// went this way, for tests.
+#include "xdal_torch.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <array>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace torch_xdal {
+namespace {
+
+using at::Tensor;
+
+std::mutex counts_mutex;
+std::unordered_map<std::string, int64_t> counts;
+
+void count_fallback(const std::string& name) {
+  std::lock_guard<std::mutex> g(counts_mutex);
+  counts[name]++;
+}
+
+}  // namespace
+
+namespace ops {
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  {
+    const auto& name = op.schema().operator_name();
+    count_fallback(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);
+  }
+  const auto& schema_args = op.schema().arguments();
+  const size_t n = schema_args.size();
+  const size_t base = stack->size() - n;
+  // The device the operator runs for: its xdal tensors' (all on one
+  // device, as TensorIterator demands of native kernels), or a device argument.
+  std::optional<c10::Device> device;
+  auto note = [&](const Tensor& t) {
+    if (!t.defined() || !is_xdal(t)) return;
+    if (!device) {
+      device = t.device();
+    } else {
+      TORCH_CHECK(*device == t.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
+                  *device, " and ", t.device(), "!");
+    }
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const c10::IValue& v = (*stack)[base + i];
+    if (v.isTensor()) {
+      note(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const Tensor& t : v.toTensorList().vec()) note(t);
+    } else if (v.isOptionalTensorList()) {
+      for (const auto& t : v.toOptionalTensorList().vec())
+        if (t) note(*t);
+    }
+  }
+  for (size_t i = 0; i < n && !device; ++i) {
+    const c10::IValue& v = (*stack)[base + i];
+    if (v.isDevice() && v.toDevice().type() == kXdal) device = v.toDevice();
+  }
+  // Random operators draw from the xdal generator (given or the device's
+  // default), through the CPU generator it owns, under its lock.
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (size_t i = 0; i < n; ++i) {
+    c10::TypePtr type = schema_args[i].type();
+    if (type->kind() == c10::TypeKind::OptionalType) type = type->castRaw<c10::OptionalType>()->getElementType();
+    if (type->kind() != c10::TypeKind::GeneratorType) continue;
+    c10::IValue& v = (*stack)[base + i];
+    at::Generator gen;
+    if (v.isNone()) {
+      if (!device) continue;
+      gen = default_generator(device->index() < 0 ? current_device() : device->index());
+    } else {
+      gen = v.toGenerator();
+      if (gen.device().type() != kXdal) continue;
+    }
+    locks.emplace_back(gen.mutex());
+    v = c10::IValue(cpu_generator_of(gen));
+  }
+  c10::OptionalDeviceGuard g;
+  if (device && device->index() >= 0) g.reset_device(*device);
+  at::native::cpu_fallback(op, stack);
+}
+
+// ---------------------------------------------------------------- convolution
+
+// PyTorch sends convolutions on a PrivateUse1 device to these two operators,
+// which have no CPU kernel for the generic fallback to call: they run
+// aten::convolution(_backward) on CPU copies, as the fallback would.
+Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                   at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                   at::IntArrayRef output_padding, int64_t groups) {
+  count_fallback("aten::convolution_overrideable");
+  c10::DeviceGuard g(input.device());
+  std::optional<Tensor> b;
+  if (bias && bias->defined()) b = bias->cpu();
+  Tensor r = at::convolution(input.cpu(), weight.cpu(), b, stride, padding, dilation, transposed, output_padding,
+                             groups);
+  return r.to(input.device());
+}
+
+std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_output, const Tensor& input,
+                                                        const Tensor& weight, at::IntArrayRef stride,
+                                                        at::IntArrayRef padding, at::IntArrayRef dilation,
+                                                        bool transposed, at::IntArrayRef output_padding,
+                                                        int64_t groups, std::array<bool, 3> output_mask) {
+  count_fallback("aten::convolution_backward_overrideable");
+  c10::DeviceGuard g(input.device());
+  const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
+  std::vector<int64_t> bias_sizes{out_channels};
+  auto [gi, gw, gb] = at::convolution_backward(grad_output.cpu(), input.cpu(), weight.cpu(),
+                                               output_mask[2] ? at::OptionalIntArrayRef(bias_sizes) : std::nullopt,
+                                               stride, padding, dilation, transposed, output_padding, groups,
+                                               output_mask);
+  auto back = [&](const Tensor& t) { return t.defined() ? t.to(input.device()) : t; };
+  return {back(gi), back(gw), back(gb)};
+}
+
+}  // namespace ops
+
+std::vector<std::pair<std::string, int64_t>> fallback_counts() {
+  std::lock_guard<std::mutex> g(counts_mutex);
+  return {counts.begin(), counts.end()};
+}
+
+void reset_fallback_counts() {
+  std::lock_guard<std::mutex> g(counts_mutex);
+  counts.clear();
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&ops::cpu_fallback>());
+}
+
+}  // namespace torch_xdal

@@ -1,0 +1,105 @@
+// fill_ and zero_ on xdal's built-ins: fill_<t> on dense tensors,
+// fill_strided_<t> on strided ones, the host fill kernel for the types
+// xdal lacks, xdal_memset_async for zero_; and the bytes of a scalar as
+// an element of a given type, converted as the CPU converts it.
+#include "xdal_torch.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/fill.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <cstring>
+#include <string>
+
+namespace torch_xdal {
+
+using at::Tensor;
+
+ScalarBytes scalar_bytes(const at::Scalar& value, at::ScalarType type) {
+  ScalarBytes r;
+  Tensor v = at::scalar_tensor(value, at::TensorOptions().dtype(type));
+  r.size = v.element_size();
+  std::memcpy(r.bytes, v.const_data_ptr(), r.size);
+  return r;
+}
+
+Tensor& fill_with(Tensor& self, const at::Scalar& value) {
+  const int64_t n = self.numel();
+  if (n == 0) return self;
+  c10::DeviceGuard g(self.device());
+  const c10::Stream s = current_stream(self.device().index());
+  // The element's bytes, converted exactly as the CPU's fill_ converts.
+  const ScalarBytes scalar = scalar_bytes(value, self.scalar_type());
+  const unsigned char* bytes = scalar.bytes;
+  const size_t item = scalar.size;
+  const char* tname = builtin_type_name(self.scalar_type());
+  if (tname && self.is_non_overlapping_and_dense()) {
+    const std::string name = std::string("fill_") + tname;
+    void* dst = ptr_of(self);
+    uint64_t count = uint64_t(n);
+    xdal_kernel_arg_t args[] = {{&dst, 8}, {&count, 8}, {bytes, item}};
+    launch(builtin(name.c_str()), s, n, true, args, 3);
+    return self;
+  }
+  StridedMeta sm{};
+  const bool layout_ok = fill_meta(self.sizes(), self.strides(), self.strides(), sm);
+  if (tname && layout_ok) {
+    // fill_strided_<t> (xdal 1.1).
+    const std::string name = std::string("fill_strided_") + tname;
+    BuiltinLayout l = builtin_layout(sm);
+    void* dst = ptr_of(self);
+    xdal_kernel_arg_t args[] = {{&dst, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.dst_strides, sizeof l.dst_strides},
+                                {bytes, item}};
+    launch(builtin(name.c_str()), s, n, true, args, 5);
+    return self;
+  }
+  FillMeta m{};
+  if (layout_ok) {
+    m.ndim = sm.ndim;
+    for (int i = 0; i < sm.ndim; ++i) {
+      m.sizes[i] = sm.sizes[i];
+      m.strides[i] = sm.src_strides[i];
+    }
+    m.itemsize = int32_t(item);
+    m.numel = n;
+    std::memcpy(m.value, bytes, item);
+    void* dst = ptr_of(self);
+    xdal_kernel_arg_t args[] = {{&dst, 8}, {&m, sizeof m}};
+    launch(fill_kernel(), s, n, false, args, 2);
+    return self;
+  }
+  Tensor tmp = at::empty(self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
+  fill_with(tmp, value);
+  copy_same_device(tmp, self, s);
+  return self;
+}
+
+namespace ops {
+
+Tensor& fill_scalar(Tensor& self, const at::Scalar& value) {
+  if (has_bits(self)) return fallback_call<at::_ops::fill__Scalar>(self, value);
+  return fill_with(self, value);
+}
+
+Tensor& fill_tensor(Tensor& self, const Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
+              value.dim(), " dimensions.");
+  if (has_bits(self)) return fallback_call<at::_ops::fill__Tensor>(self, value);
+  return fill_with(self, value.item());
+}
+
+Tensor& zero_(Tensor& self) {
+  const int64_t n = self.numel();
+  if (n == 0) return self;
+  if (!self.is_non_overlapping_and_dense()) return fill_with(self, 0);
+  c10::DeviceGuard g(self.device());
+  const c10::Stream s = current_stream(self.device().index());
+  TX_CHECK(xdal_memset_async(ptr_of(self), 0, size_t(n) * self.element_size(), native_stream(s)));
+  return self;
+}
+
+}  // namespace ops
+}  // namespace torch_xdal
