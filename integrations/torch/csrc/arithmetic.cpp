@@ -109,49 +109,49 @@ namespace ops {
 Tensor add(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
   Tensor out = new_result(self, other);
   if (add_native(self, other, alpha, out)) return out;
-  return fallback_call<at::_ops::add_Tensor>(self, other, alpha);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add_Tensor>::call(self, other, alpha);
 }
 
 Tensor& add_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
   if (same_shape_in_place(self, other) && add_native(self, other, alpha, self)) return self;
-  return fallback_call<at::_ops::add__Tensor>(self, other, alpha);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add__Tensor>::call(self, other, alpha);
 }
 
 Tensor& add_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
   if (add_native(self, other, alpha, out)) return out;
-  return fallback_call<at::_ops::add_out>(self, other, alpha, out);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add_out>::call(self, other, alpha, out);
 }
 
 Tensor sub(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
   Tensor out = new_result(self, other);
   if (sub_native(self, other, alpha, out)) return out;
-  return fallback_call<at::_ops::sub_Tensor>(self, other, alpha);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub_Tensor>::call(self, other, alpha);
 }
 
 Tensor& sub_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
   if (same_shape_in_place(self, other) && sub_native(self, other, alpha, self)) return self;
-  return fallback_call<at::_ops::sub__Tensor>(self, other, alpha);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub__Tensor>::call(self, other, alpha);
 }
 
 Tensor& sub_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
   if (sub_native(self, other, alpha, out)) return out;
-  return fallback_call<at::_ops::sub_out>(self, other, alpha, out);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub_out>::call(self, other, alpha, out);
 }
 
 Tensor mul(const Tensor& self, const Tensor& other) {
   Tensor out = new_result(self, other);
   if (binary_native("mul", self, other, out)) return out;
-  return fallback_call<at::_ops::mul_Tensor>(self, other);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul_Tensor>::call(self, other);
 }
 
 Tensor& mul_(Tensor& self, const Tensor& other) {
   if (same_shape_in_place(self, other) && binary_native("mul", self, other, self)) return self;
-  return fallback_call<at::_ops::mul__Tensor>(self, other);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul__Tensor>::call(self, other);
 }
 
 Tensor& mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
   if (binary_native("mul", self, other, out)) return out;
-  return fallback_call<at::_ops::mul_out>(self, other, out);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul_out>::call(self, other, out);
 }
 
 }  // namespace ops

@@ -31,7 +31,7 @@ c10::DeviceIndex device_count() noexcept {
   static const c10::DeviceIndex count = [] {
     int n = 0;
     if (xdal_device_get_count(&n) != XDAL_SUCCESS) return c10::DeviceIndex(0);
-    return c10::DeviceIndex(std::min(n, 64));
+    return c10::DeviceIndex(std::min(n, XDAL_MAX_DEVICES));
   }();
   return count;
 }

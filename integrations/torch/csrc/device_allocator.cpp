@@ -34,6 +34,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
   c10::DataPtr allocate(size_t n) override {
     const c10::DeviceIndex device = current_device();
     if (n == 0) return {nullptr, nullptr, &delete_device_memory, c10::Device(kXdal, device)};
+    Counters& counters = counters_of(device);  // checks the device before any memory is taken
     const c10::Stream stream = current_stream(device);
     void* ptr = nullptr;
     {
@@ -51,16 +52,15 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
       }
       if (s == XDAL_ERROR_OUT_OF_MEMORY) {
         std::lock_guard<std::mutex> g(mutex_);
-        counters_[size_t(device)].num_ooms++;
+        counters.num_ooms++;
       }
       TX_CHECK(s);
     }
     {
       std::lock_guard<std::mutex> g(mutex_);
       blocks_.emplace(ptr, Block{device, n, stream, {}});
-      auto& c = counters_[size_t(device)];
-      c.allocation.increase(1);
-      c.bytes.increase(n);
+      counters.allocation.increase(1);
+      counters.bytes.increase(n);
     }
     return {ptr, ptr, &delete_device_memory, c10::Device(kXdal, device)};
   }
@@ -82,7 +82,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
       if (it == blocks_.end()) return;
       block = std::move(it->second);
       blocks_.erase(it);
-      auto& c = counters_[size_t(block.device)];
+      auto& c = counters_[size_t(block.device)];  // checked by allocate
       c.allocation.decrease(1);
       c.bytes.decrease(block.size);
     }
@@ -125,7 +125,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     xs.struct_size = sizeof xs;
     TX_CHECK(xdal_mem_get_stats(device, &xs));
     std::lock_guard<std::mutex> g(mutex_);
-    const auto& c = counters_[size_t(device)];
+    const auto& c = counters_of(device);
     c10::CachingDeviceAllocator::DeviceStats stats;
     stats.allocation[kAgg] = c.allocation;
     stats.active[kAgg] = c.allocation;
@@ -149,7 +149,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
   void resetAccumulatedStats(c10::DeviceIndex device) override {
     check_device(device);
     std::lock_guard<std::mutex> g(mutex_);
-    auto& c = counters_[size_t(device)];
+    auto& c = counters_of(device);
     c.allocation.reset_accumulated();
     c.bytes.reset_accumulated();
     c.num_ooms = 0;
@@ -159,7 +159,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     check_device(device);
     TX_CHECK(xdal_mem_reset_peak_stats(device));
     std::lock_guard<std::mutex> g(mutex_);
-    auto& c = counters_[size_t(device)];
+    auto& c = counters_of(device);
     c.allocation.reset_peak();
     c.bytes.reset_peak();
   }
@@ -179,9 +179,15 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     int64_t num_ooms = 0;
   };
 
+  // The counters of `device`, which must be one of ours (c10::Error if not).
+  Counters& counters_of(c10::DeviceIndex device) {
+    check_device(device);  // device_count() <= XDAL_MAX_DEVICES
+    return counters_[size_t(device)];
+  }
+
   std::mutex mutex_;
   std::unordered_map<void*, Block> blocks_;
-  std::array<Counters, 64> counters_{};
+  std::array<Counters, XDAL_MAX_DEVICES> counters_{};
 };
 
 XdalDeviceAllocator& the_device_allocator() {

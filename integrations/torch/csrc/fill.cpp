@@ -80,14 +80,14 @@ Tensor& fill_with(Tensor& self, const at::Scalar& value) {
 namespace ops {
 
 Tensor& fill_scalar(Tensor& self, const at::Scalar& value) {
-  if (has_bits(self)) return fallback_call<at::_ops::fill__Scalar>(self, value);
+  if (has_bits(self)) return at::native::call_fallback_fn<&cpu_fallback, at::_ops::fill__Scalar>::call(self, value);
   return fill_with(self, value);
 }
 
 Tensor& fill_tensor(Tensor& self, const Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ",
               value.dim(), " dimensions.");
-  if (has_bits(self)) return fallback_call<at::_ops::fill__Tensor>(self, value);
+  if (has_bits(self)) return at::native::call_fallback_fn<&cpu_fallback, at::_ops::fill__Tensor>::call(self, value);
   return fill_with(self, value.item());
 }
 

@@ -39,7 +39,7 @@ template <typename F>
 void walk(int ndim, const int64_t* sizes, const int64_t* sstr, const int64_t* dstr, int64_t begin,
           int64_t end, F&& f) {
   if (begin >= end) return;
-  int64_t idx[kMaxDims] = {0};
+  int64_t idx[XDAL_STRIDED_MAX_DIMS] = {0};
   int64_t rem = begin;
   int64_t so = 0, doff = 0;
   for (int d = ndim - 1; d >= 0; --d) {
@@ -262,7 +262,7 @@ bool fill_meta(c10::IntArrayRef sizes, c10::IntArrayRef sstr, c10::IntArrayRef d
     ss = {1};
     ds = {1};
   }
-  if (sz.size() > size_t(kMaxDims)) return false;
+  if (sz.size() > size_t(XDAL_STRIDED_MAX_DIMS)) return false;
   m.ndim = int32_t(sz.size());
   for (size_t i = 0; i < sz.size(); ++i) {
     m.sizes[i] = sz[i];

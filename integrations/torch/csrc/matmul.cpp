@@ -61,12 +61,12 @@ namespace ops {
 Tensor mm(const Tensor& self, const Tensor& mat2) {
   Tensor out = at::empty({0}, self.options());
   if (mm_native(self, mat2, out)) return out;
-  return fallback_call<at::_ops::mm>(self, mat2);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mm>::call(self, mat2);
 }
 
 Tensor& mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
   if (mm_native(self, mat2, out)) return out;
-  return fallback_call<at::_ops::mm_out>(self, mat2, out);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mm_out>::call(self, mat2, out);
 }
 
 }  // namespace ops

@@ -10,6 +10,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/accumulate.h>
 
 #include <algorithm>
 #include <string>
@@ -86,7 +87,7 @@ namespace ops {
 Tensor sum(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype) {
   Tensor r = sum_native(self, dim, keepdim, dtype);
   if (r.defined()) return r;
-  return fallback_call<at::_ops::sum_dim_IntList>(self, dim, keepdim, dtype);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sum_dim_IntList>::call(self, dim, keepdim, dtype);
 }
 
 Tensor& sum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype,
@@ -99,7 +100,7 @@ Tensor& sum_out(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, s
       return out;
     }
   }
-  return fallback_call<at::_ops::sum_IntList_out>(self, dim, keepdim, dtype, out);
+  return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sum_IntList_out>::call(self, dim, keepdim, dtype, out);
 }
 
 }  // namespace ops

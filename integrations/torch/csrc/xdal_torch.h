@@ -25,7 +25,6 @@
 #include <xdal/xdal.h>
 
 #include <ATen/core/ATen_fwd.h>
-#include <ATen/native/CPUFallback.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/Device.h>
 #include <c10/core/Layout.h>
@@ -46,6 +45,11 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+namespace c10 {
+class OperatorHandle;  // ATen/core/dispatch/Dispatcher.h
+struct IValue;         // ATen/core/ivalue.h
+}  // namespace c10
 
 namespace torch_xdal {
 
@@ -132,7 +136,9 @@ at::Generator new_generator(c10::DeviceIndex device);
 at::Generator cpu_generator_of(const at::Generator& gen);
 
 // ---- kernels (kernels.cpp) ----
-constexpr int kMaxDims = 16;
+// Strided layouts have at most XDAL_STRIDED_MAX_DIMS dimensions (after
+// fill_meta merges what it can), for the built-ins and the host kernels
+// alike.
 
 // Element types the host kernels convert between (a subset of ScalarType).
 bool host_convert_supported(c10::ScalarType type);
@@ -145,9 +151,9 @@ struct StridedMeta {
   int32_t dst_type;  // c10::ScalarType
   int32_t itemsize;  // same-type copies move itemsize bytes per element
   int64_t numel;
-  int64_t sizes[kMaxDims];
-  int64_t src_strides[kMaxDims];  // in elements
-  int64_t dst_strides[kMaxDims];  // in elements
+  int64_t sizes[XDAL_STRIDED_MAX_DIMS];
+  int64_t src_strides[XDAL_STRIDED_MAX_DIMS];  // in elements
+  int64_t dst_strides[XDAL_STRIDED_MAX_DIMS];  // in elements
 };
 
 // Strided fill of a byte pattern (itemsize bytes) into dst.
@@ -155,8 +161,8 @@ struct FillMeta {
   int32_t ndim;
   int32_t itemsize;
   int64_t numel;
-  int64_t sizes[kMaxDims];
-  int64_t strides[kMaxDims];
+  int64_t sizes[XDAL_STRIDED_MAX_DIMS];
+  int64_t strides[XDAL_STRIDED_MAX_DIMS];
   unsigned char value[16];
 };
 
@@ -178,16 +184,16 @@ bool native_arith_type(c10::ScalarType type);
 // Fills m's ndim, sizes and strides (in elements) for an elementwise walk
 // over `sizes` with source strides `sstr` and destination strides `dstr`:
 // drops size-1 dimensions and merges dimensions that are contiguous in
-// both. False when more than kMaxDims remain.
+// both. False when more than XDAL_STRIDED_MAX_DIMS remain.
 bool fill_meta(c10::IntArrayRef sizes, c10::IntArrayRef sstr, c10::IntArrayRef dstr, StridedMeta& m);
 
 // The layout arguments of xdal's strided built-ins (1.1), passed by value:
-// ndim, then sizes and strides (in elements) as arrays of kMaxDims.
+// ndim, then sizes and strides (in elements) as arrays of XDAL_STRIDED_MAX_DIMS.
 struct BuiltinLayout {
   uint64_t ndim = 0;
-  uint64_t sizes[kMaxDims] = {};
-  int64_t src_strides[kMaxDims] = {};
-  int64_t dst_strides[kMaxDims] = {};
+  uint64_t sizes[XDAL_STRIDED_MAX_DIMS] = {};
+  int64_t src_strides[XDAL_STRIDED_MAX_DIMS] = {};
+  int64_t dst_strides[XDAL_STRIDED_MAX_DIMS] = {};
 };
 BuiltinLayout builtin_layout(const StridedMeta& m);
 
@@ -289,9 +295,11 @@ at::Tensor& sum_out(const at::Tensor& self, c10::OptionalIntArrayRef dim, bool k
 at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2);
 at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out);
 
-// fallback.cpp: the boxed CPU fallback, and the convolutions it cannot
-// reach (no CPU kernel under these names).
-void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// fallback.cpp: the boxed CPU fallback (stack: a torch::jit::Stack), and
+// the convolutions it cannot reach (no CPU kernel under these names). The
+// kernels above call it, for the cases they leave to the CPU, through
+// at::native::call_fallback_fn<&cpu_fallback, Op>.
+void cpu_fallback(const c10::OperatorHandle& op, std::vector<c10::IValue>* stack);
 at::Tensor convolution(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias,
                        c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
                        c10::IntArrayRef output_padding, int64_t groups);
@@ -301,12 +309,5 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     int64_t groups, std::array<bool, 3> output_mask);
 
 }  // namespace ops
-
-// Calls the operator Op (an at::_ops struct) through the CPU fallback: for
-// the kernels above, in the cases they leave to the CPU.
-template <typename Op, typename... Args>
-decltype(auto) fallback_call(Args&&... args) {
-  return at::native::call_fallback_fn<&ops::cpu_fallback, Op>::call(std::forward<Args>(args)...);
-}
 
 }  // namespace torch_xdal
