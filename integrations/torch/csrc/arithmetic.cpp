@@ -44,6 +44,7 @@ Tensor operand(const Tensor& x, at::ScalarType type, at::IntArrayRef shape, at::
 bool binary_native(const char* op, const Tensor& self, const Tensor& other, const Tensor& out,
                    const at::Scalar* scale = nullptr) {
   if (!is_xdal(out) || has_bits(out)) return false;
+  check_write_overlap(out, {self, other});
   const at::ScalarType type = at::result_type(self, other);
   if (!native_arith_type(type) || out.scalar_type() != type) return false;
   std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());

@@ -152,6 +152,10 @@ namespace ops {
 
 Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "xdal: copy of an undefined tensor");
+  if (self.is_same(dst)) return dst;
+  // copy_ reaches _copy_from before TensorIterator's checks: they are made
+  // here, so that no copy xdal would refuse (or race on) is queued.
+  check_write_overlap(dst, {self});
   if (dst.numel() == 0) return dst;
   Tensor src = self.sizes().equals(dst.sizes()) ? self : self.expand(dst.sizes());
 

@@ -6,6 +6,7 @@
 // went this way, for tests.
 #include "xdal_torch.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/convolution.h>
@@ -14,11 +15,13 @@
 #include <torch/library.h>
 
 #include <array>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace torch_xdal {
@@ -32,6 +35,66 @@ std::unordered_map<std::string, int64_t> counts;
 void count_fallback(const std::string& name) {
   std::lock_guard<std::mutex> g(counts_mutex);
   counts[name]++;
+}
+
+void for_each_tensor(const c10::IValue& v, const std::function<void(const Tensor&)>& f) {
+  if (v.isTensor()) {
+    f(v.toTensor());
+  } else if (v.isTensorList()) {
+    for (const Tensor& t : v.toTensorList().vec()) f(t);
+  } else if (v.isOptionalTensorList()) {
+    for (const auto& t : v.toOptionalTensorList().vec())
+      if (t) f(*t);
+  }
+}
+
+// The CPU kernel runs on copies, where it cannot see that the xdal tensors
+// it writes share memory with themselves or with its inputs: the checks
+// PyTorch makes on the CPU (TensorIterator's, and those of the operators
+// that write outside it) are made here, before anything runs, with
+// PyTorch's messages. fill_ and zero_ may write overlapping elements (one
+// value for all); cat refuses any overlap of its output with an input, the
+// others only a partial one. masked_fill_ and index_fill_ into overlapping
+// elements, which PyTorch still runs with a deprecation warning, are
+// refused: the copy back could not reproduce which shared element the CPU
+// writes last.
+void check_fallback_writes(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t base) {
+  const auto& args = op.schema().arguments();
+  const std::string& name = op.schema().operator_name().name;
+  // In-place operators that change only a tensor's metadata, never its
+  // elements: nothing of theirs is written through overlapping memory.
+  static const std::unordered_set<std::string> metadata_only = {
+      "aten::resize_",  "aten::resize_as_", "aten::set_",     "aten::as_strided_", "aten::detach_",
+      "aten::squeeze_", "aten::unsqueeze_", "aten::transpose_", "aten::t_",        "aten::swapdims_"};
+  if (metadata_only.count(name)) return;
+  const bool may_overlap_itself = name == "aten::fill_" || name == "aten::zero_";
+  const bool deprecated_overlap = name == "aten::masked_fill_" || name == "aten::index_fill_";
+  const bool no_overlap_at_all = name == "aten::cat" || name == "aten::_cat";
+  for (size_t w = 0; w < args.size(); ++w) {
+    const c10::AliasInfo* alias = args[w].alias_info();
+    if (!alias || !alias->isWrite()) continue;
+    for_each_tensor(stack[base + w], [&](const Tensor& out) {
+      if (!out.defined() || !is_xdal(out)) return;
+      if (deprecated_overlap) {
+        TORCH_CHECK_NOT_IMPLEMENTED(at::has_internal_overlap(out) != at::MemOverlap::Yes, "xdal: ", name,
+                                    " on a tensor whose elements share memory (an expanded tensor) is not "
+                                    "supported (PyTorch deprecates it); clone() the tensor first");
+      } else if (!may_overlap_itself) {
+        at::assert_no_internal_overlap(out);
+      }
+      for (size_t i = 0; i < args.size(); ++i) {
+        if (i == w) continue;
+        for_each_tensor(stack[base + i], [&](const Tensor& input) {
+          if (!input.defined() || !is_xdal(input)) return;
+          if (no_overlap_at_all) {
+            at::assert_no_overlap(out, input);
+          } else {
+            at::assert_no_partial_overlap(out, input);
+          }
+        });
+      }
+    });
+  }
 }
 
 }  // namespace
@@ -94,6 +157,7 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   c10::OptionalDeviceGuard g;
   if (device && device->index() >= 0) g.reset_device(*device);
+  check_fallback_writes(op, *stack, base);
   at::native::cpu_fallback(op, stack);
 }
 

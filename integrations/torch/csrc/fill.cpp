@@ -4,6 +4,7 @@
 // an element of a given type, converted as the CPU converts it.
 #include "xdal_torch.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/empty.h>
@@ -13,6 +14,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace torch_xdal {
 
@@ -26,9 +28,34 @@ ScalarBytes scalar_bytes(const at::Scalar& value, at::ScalarType type) {
   return r;
 }
 
+namespace {
+
+// The elements of `t` that are distinct in memory along its stride-0
+// dimensions (an expand): those dimensions dropped, or t itself.
+Tensor without_broadcast_dims(const Tensor& t) {
+  std::vector<int64_t> sizes, strides;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.stride(d) == 0) continue;
+    sizes.push_back(t.size(d));
+    strides.push_back(t.stride(d));
+  }
+  if (int64_t(sizes.size()) == t.dim()) return t;
+  return t.as_strided(sizes, strides, t.storage_offset());
+}
+
+}  // namespace
+
 Tensor& fill_with(Tensor& self, const at::Scalar& value) {
   const int64_t n = self.numel();
   if (n == 0) return self;
+  // PyTorch fills a tensor whose elements share memory (one value goes to
+  // every location); xdal's strided fill refuses two writes to one element
+  // through a stride of 0, so those dimensions are dropped first.
+  if (at::has_internal_overlap(self) == at::MemOverlap::Yes) {
+    Tensor distinct = without_broadcast_dims(self);
+    fill_with(distinct, value);
+    return self;
+  }
   c10::DeviceGuard g(self.device());
   const c10::Stream s = current_stream(self.device().index());
   // The element's bytes, converted exactly as the CPU's fill_ converts.

@@ -30,6 +30,14 @@ bool ranges_overlap(const Tensor& a, const Tensor& b) {
   return at::get_overlap_status(a, b) != at::MemOverlapStatus::No;
 }
 
+void check_write_overlap(const Tensor& out, at::ArrayRef<Tensor> inputs) {
+  if (!out.defined() || !is_xdal(out)) return;
+  at::assert_no_internal_overlap(out);
+  for (const Tensor& input : inputs) {
+    if (input.defined() && is_xdal(input)) at::assert_no_partial_overlap(out, input);
+  }
+}
+
 namespace ops {
 
 Tensor empty(at::IntArrayRef size, std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
@@ -60,10 +68,15 @@ Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional
 const Tensor& resize_(const Tensor& self, c10::SymIntArrayRef size_sym,
                       std::optional<at::MemoryFormat> memory_format) {
   const at::IntArrayRef size = C10_AS_INTARRAYREF_SLOW(size_sym);
+  TORCH_CHECK(!memory_format || *memory_format != at::MemoryFormat::Preserve, "Unsupported memory format",
+              *memory_format);
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
-  if (!self.sizes().equals(size) || !self.is_contiguous()) impl->set_sizes_contiguous(size);
+  // As PyTorch's resize_: a tensor that has the size asked keeps its strides
+  // (an out= view is then written in place), any other becomes contiguous.
+  const bool resized = !self.sizes().equals(size);
+  if (resized) impl->set_sizes_contiguous(size);
   const int64_t numel = impl->numel();
-  if (numel > 0) {
+  if (resized && numel > 0) {
     const size_t needed = size_t(impl->storage_offset() + numel) * self.element_size();
     const c10::Storage& storage = impl->unsafe_storage();
     if (needed > storage.nbytes()) {

@@ -217,6 +217,11 @@ char* ptr_of(const at::Tensor& t);
 bool has_bits(const at::Tensor& t);
 // True when a and b share memory (the built-ins refuse most overlaps).
 bool ranges_overlap(const at::Tensor& a, const at::Tensor& b);
+// PyTorch's checks before an operator writes `out` from `inputs`
+// (TensorIterator's): no two elements of out share memory, and no input
+// overlaps it partially (the same elements, in place, are allowed). Raise
+// PyTorch's "unsupported operation" errors, before any xdal work is queued.
+void check_write_overlap(const at::Tensor& out, at::ArrayRef<at::Tensor> inputs);
 
 // ---- copies (copies.cpp) ----
 // Copies src (already expanded to dst's shape) into dst, both on the same
