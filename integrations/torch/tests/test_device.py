@@ -100,3 +100,14 @@ def test_device_properties():
 def test_device_capability():
     cap = torch.accelerator.get_device_capability("xdal:0")
     assert torch.float32 in cap["supported_dtypes"]
+
+
+def test_importing_torch_xdal_before_torch_works():
+    """`import torch_xdal` first runs torch's backend autoloading while
+    torch_xdal is half-initialized; that must not fail."""
+    import subprocess
+    import sys
+    code = "import torch_xdal, torch; print(torch.ones(2, device='xdal').sum().item())"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "2.0"

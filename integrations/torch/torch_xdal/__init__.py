@@ -6,9 +6,23 @@ events, memory statistics, pinned memory and random generators map onto
 libxdal.so calls. See docs/torch.md.
 """
 
-import torch
+
+
+def _autoload() -> None:
+    """Entry point of the ``torch.backends`` group: called by ``import torch``.
+
+    Defined before ``import torch`` below: when ``import torch_xdal`` comes
+    first, that import runs torch's backend autoloading while this module is
+    half-initialized; the registration then happens at the end of this file.
+    """
+    if "_register" in globals():
+        _register()
+
+
+import torch  # noqa: E402
 
 from . import _C  # noqa: F401  loads libxdal and registers the PrivateUse1 backend
+from . import _sharing
 from . import xdal as _device_module
 
 __all__ = ["xdal"]
@@ -25,11 +39,7 @@ def _register() -> None:
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
-
-
-def _autoload() -> None:
-    """Entry point of the ``torch.backends`` group: called by ``import torch``."""
-    _register()
+    _sharing.install()
 
 
 _register()
