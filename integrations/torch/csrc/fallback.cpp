@@ -121,17 +121,7 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                   *device, " and ", t.device(), "!");
     }
   };
-  for (size_t i = 0; i < n; ++i) {
-    const c10::IValue& v = (*stack)[base + i];
-    if (v.isTensor()) {
-      note(v.toTensor());
-    } else if (v.isTensorList()) {
-      for (const Tensor& t : v.toTensorList().vec()) note(t);
-    } else if (v.isOptionalTensorList()) {
-      for (const auto& t : v.toOptionalTensorList().vec())
-        if (t) note(*t);
-    }
-  }
+  for (size_t i = 0; i < n; ++i) for_each_tensor((*stack)[base + i], note);
   for (size_t i = 0; i < n && !device; ++i) {
     const c10::IValue& v = (*stack)[base + i];
     if (v.isDevice() && v.toDevice().type() == kXdal) device = v.toDevice();
