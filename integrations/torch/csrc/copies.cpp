@@ -30,15 +30,25 @@ void memcpy_on(void* dst, const void* src, size_t n, xdal_memcpy_kind_t kind, co
 
 // Whether xdal's cast_strided_trunc_<s>_<d> (1.1) converts exactly as the
 // CPU does: both types are xdal types, and the pair is none of those where
-// PyTorch differs: it rounds f64, i64 and i32 to the narrow floats twice
-// (through f32), and converts floats to uint8 through int64 (wrapping
-// negative values, as NumPy does) where xdal saturates.
+// PyTorch differs. xdal's built-ins saturate (float to integer, to
+// float8_e4m3fn: NaN beyond the range; NaN to float8_e5m2: 0x7E) and
+// round once; PyTorch's CPU
+// converts with C++'s conversion of the machine it runs on (an out-of-range
+// float to int32 or int64 is INT_MIN on x86, to the narrower integers it
+// goes through int32 and wraps, to uint8 through int64), saturates
+// float8_e4m3fn to 448, and rounds f64, i64 and i32 to the narrow floats
+// twice (through f32). Those pairs run the host conversion kernel, which
+// converts with c10::convert, the CPU's own element conversion. Left as it
+// is: the bits of a NaN (f32 NaN to bfloat16 is 0xFFFF on the CPU's
+// vector path, 0x7FC0 on its scalar path and on xdal; both NaN).
 bool builtin_cast_ok(at::ScalarType s, at::ScalarType d) {
   using ST = at::ScalarType;
   if (!builtin_type_name(s) || !builtin_type_name(d)) return false;
-  const bool narrow_d = d == ST::Half || d == ST::BFloat16 || d == ST::Float8_e4m3fn || d == ST::Float8_e5m2;
+  if (s == ST::Bool || d == ST::Bool) return true;
+  if (at::isFloatingType(s) && at::isIntegralType(d, /*includeBool=*/false)) return false;
+  if (d == ST::Float8_e4m3fn || d == ST::Float8_e5m2) return false;
+  const bool narrow_d = d == ST::Half || d == ST::BFloat16;
   if (narrow_d && (s == ST::Double || s == ST::Long || s == ST::Int)) return false;
-  if (at::isFloatingType(s) && d == ST::Byte) return false;
   return true;
 }
 

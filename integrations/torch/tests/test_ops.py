@@ -4,7 +4,7 @@ import contextlib
 import pytest
 import torch
 
-from conftest import make
+from conftest import make, same
 
 ARITH = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
          torch.int16, torch.int8, torch.uint8, torch.bool]
@@ -142,15 +142,22 @@ def test_strided_copies_fills_and_casts_run_on_builtins(dtype):
         ref[:, 1::3].fill_(1)
         check(z, ref)
         for to in (torch.float64, torch.float32, torch.int32, torch.int16, torch.bool):
+            if dtype.is_floating_point and not to.is_floating_point and to != torch.bool:
+                continue  # float to integer: the host kernel (below)
             check(d.transpose(0, 2).to(to), x.transpose(0, 2).to(to))
 
 
 def test_casts_pytorch_makes_differently_keep_the_host_kernel():
-    # Floats to uint8 go through int64 in PyTorch (negative values wrap);
-    # f64 to f16 rounds twice; an overlapping copy needs memmove.
+    # Floats to uint8 go through int64 in PyTorch (negative values wrap),
+    # to the other integers by C++ conversion (out of range: not
+    # saturated); float8_e4m3fn saturates to 448; f64 to f16 rounds twice.
     x = (torch.randn(64, dtype=torch.float32) * 100).xdal()
     before = torch.xdal.host_kernel_launches()
     check(x.to(torch.uint8), x.cpu().to(torch.uint8))
+    for to in (torch.int32, torch.int8, torch.float8_e4m3fn):
+        before_this = torch.xdal.host_kernel_launches()
+        assert same(x.to(to).cpu(), x.cpu().to(to)), to
+        assert torch.xdal.host_kernel_launches() > before_this, to
     w = torch.randn(64, dtype=torch.float64).xdal() * 1e4
     check(w.to(torch.float16), w.cpu().to(torch.float16))
     assert torch.xdal.host_kernel_launches() > before
