@@ -4,11 +4,13 @@
 #include "xdal_torch.h"
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/sub.h>
@@ -22,55 +24,93 @@ namespace {
 
 using at::Tensor;
 
-// An operand as a contiguous xdal tensor of `type` and `shape`, or an
-// undefined tensor when it cannot be made one here.
-Tensor operand(const Tensor& x, at::ScalarType type, at::IntArrayRef shape, at::Device device) {
+// An operand as an xdal tensor of `type` with the sizes and strides of
+// `like` (then element i of each is at the same offset), or an undefined
+// tensor when it cannot be made one here.
+Tensor operand(const Tensor& x, at::ScalarType type, const Tensor& like) {
   Tensor t = x;
   if (!is_xdal(t)) {
     if (t.dim() != 0) return Tensor();
-    t = at::empty({}, at::TensorOptions().dtype(type).device(device));
+    t = at::empty({}, like.options().dtype(type));
     fill_with(t, x.item());
-  } else if (t.device() != device || has_bits(t)) {
+  } else if (t.device() != like.device() || has_bits(t)) {
     return Tensor();
   }
   if (t.scalar_type() != type) t = t.to(type);
-  if (!t.sizes().equals(shape) || !t.is_contiguous()) t = t.expand(shape).contiguous();
+  if (!t.sizes().equals(like.sizes()) || !t.strides().equals(like.strides())) {
+    Tensor laid = at::empty_strided(like.sizes(), like.strides(), like.options().dtype(type));
+    laid.copy_(t.expand(like.sizes()));
+    t = laid;
+  }
   return t;
+}
+
+// The strides PyTorch's TensorIterator gives the result of an elementwise
+// operator on a and b (the inputs' layout: channels_last in, channels_last
+// out), asked of TensorIterator itself on meta tensors of their layouts.
+// Contiguous (or scalar) inputs give a contiguous result without asking.
+std::vector<int64_t> elementwise_result_strides(const Tensor& a, const Tensor& b, at::ScalarType type,
+                                                at::IntArrayRef shape) {
+  auto plain = [](const Tensor& t) { return t.dim() == 0 || t.is_contiguous(); };
+  if (plain(a) && plain(b)) {
+    const c10::DimVector strides = c10::contiguous_strides(shape);
+    return {strides.begin(), strides.end()};
+  }
+  auto meta = [type](const Tensor& t) {
+    return at::empty_strided(t.sizes(), t.strides(), at::TensorOptions().dtype(type).device(at::kMeta));
+  };
+  const Tensor result, meta_a = meta(a), meta_b = meta(b);
+  at::TensorIterator iter =
+      at::TensorIteratorConfig().add_output(result).add_const_input(meta_a).add_const_input(meta_b).build();
+  return iter.output().strides().vec();
 }
 
 // out = a (op) b with xdal's add_<t>/mul_<t>, or, given `scale`, out = a +
 // scale * b with axpby_<t> (1.1: add and sub with alpha); false when the
 // case is left to the fallback (type promotion into another out type, ...).
-bool binary_native(const char* op, const Tensor& self, const Tensor& other, const Tensor& out,
+// A result made here (`fresh`) takes TensorIterator's strides; an out=
+// tensor keeps its own. The kernel runs over the elements in memory order
+// of operands laid out as the result.
+bool binary_native(const char* op, const Tensor& self, const Tensor& other, const Tensor& out, bool fresh,
                    const at::Scalar* scale = nullptr) {
   if (!is_xdal(out) || has_bits(out)) return false;
   check_write_overlap(out, {self, other});
   const at::ScalarType type = at::result_type(self, other);
   if (!native_arith_type(type) || out.scalar_type() != type) return false;
+  if ((is_xdal(self) && (self.device() != out.device() || has_bits(self))) ||
+      (is_xdal(other) && (other.device() != out.device() || has_bits(other))) ||
+      (!is_xdal(self) && self.dim() != 0) || (!is_xdal(other) && other.dim() != 0)) {
+    return false;
+  }
   std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
   c10::DeviceGuard g(out.device());
-  Tensor a = operand(self, type, shape, out.device());
-  Tensor b = operand(other, type, shape, out.device());
-  if (!a.defined() || !b.defined()) return false;
   at::native::resize_output(out, shape);
+  if (fresh) {
+    const std::vector<int64_t> strides = elementwise_result_strides(self, other, type, shape);
+    if (!out.strides().equals(strides)) out.as_strided_(shape, strides);
+  }
   const int64_t n = out.numel();
   if (n == 0) return true;
+  Tensor o = out.is_non_overlapping_and_dense() ? out : at::empty(shape, out.options().memory_format(at::MemoryFormat::Contiguous));
+  Tensor a = operand(self, type, o);
+  Tensor b = operand(other, type, o);
+  if (!a.defined() || !b.defined()) return false;
   // xdal accepts out == a or out == b, no other overlap.
-  const bool direct = out.is_contiguous() && (out.is_same(a) || !ranges_overlap(out, a)) &&
-                      (out.is_same(b) || !ranges_overlap(out, b));
-  Tensor o = direct ? out : at::empty(shape, out.options().memory_format(at::MemoryFormat::Contiguous));
+  auto aliases_ok = [&](const Tensor& x) { return ptr_of(x) == ptr_of(o) || !ranges_overlap(o, x); };
+  if (!aliases_ok(a) || !aliases_ok(b)) {
+    o = at::empty_strided(shape, o.strides(), o.options());
+  }
   const std::string name = std::string(scale ? "axpby" : op) + "_" + builtin_type_name(type);
   void* pa = ptr_of(a);
   void* pb = ptr_of(b);
   void* po = ptr_of(o);
-  if (po != pa && ranges_overlap(o, a)) return false;
   uint64_t count = uint64_t(n);
   const ScalarBytes one = scalar_bytes(1, type);
   const ScalarBytes beta = scale ? scalar_bytes(*scale, type) : one;
   xdal_kernel_arg_t args[] = {{&pa, 8}, {&pb, 8}, {&po, 8}, {&count, 8}, {one.bytes, one.size}, {beta.bytes, beta.size}};
   const c10::Stream s = current_stream(out.device().index());
   launch(builtin(name.c_str()), s, n, true, args, scale ? 6 : 4);
-  if (!direct) copy_same_device(o, out, s);
+  if (!o.is_same(out)) copy_same_device(o, out, s);
   return true;
 }
 
@@ -91,16 +131,17 @@ Tensor new_result(const Tensor& self, const Tensor& other) {
 }
 
 // a + alpha * b: add_<t> when alpha is 1, else axpby_<t>.
-bool add_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out) {
-  return alpha_is_one(alpha) ? binary_native("add", self, other, out) : binary_native("add", self, other, out, &alpha);
+bool add_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out, bool fresh) {
+  return alpha_is_one(alpha) ? binary_native("add", self, other, out, fresh)
+                             : binary_native("add", self, other, out, fresh, &alpha);
 }
 
 // a - alpha * b as a + (-alpha) * b (exact: negation); PyTorch refuses
 // sub on bool, so bool is left to the fallback, which raises its error.
-bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out) {
+bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out, bool fresh) {
   if (at::result_type(self, other) == at::kBool) return false;
   const at::Scalar minus = -alpha;
-  return binary_native("sub", self, other, out, &minus);
+  return binary_native("sub", self, other, out, fresh, &minus);
 }
 
 }  // namespace
@@ -109,49 +150,49 @@ namespace ops {
 
 Tensor add(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
   Tensor out = new_result(self, other);
-  if (add_native(self, other, alpha, out)) return out;
+  if (add_native(self, other, alpha, out, true)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add_Tensor>::call(self, other, alpha);
 }
 
 Tensor& add_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
-  if (same_shape_in_place(self, other) && add_native(self, other, alpha, self)) return self;
+  if (same_shape_in_place(self, other) && add_native(self, other, alpha, self, false)) return self;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add__Tensor>::call(self, other, alpha);
 }
 
 Tensor& add_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
-  if (add_native(self, other, alpha, out)) return out;
+  if (add_native(self, other, alpha, out, false)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add_out>::call(self, other, alpha, out);
 }
 
 Tensor sub(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
   Tensor out = new_result(self, other);
-  if (sub_native(self, other, alpha, out)) return out;
+  if (sub_native(self, other, alpha, out, true)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub_Tensor>::call(self, other, alpha);
 }
 
 Tensor& sub_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
-  if (same_shape_in_place(self, other) && sub_native(self, other, alpha, self)) return self;
+  if (same_shape_in_place(self, other) && sub_native(self, other, alpha, self, false)) return self;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub__Tensor>::call(self, other, alpha);
 }
 
 Tensor& sub_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
-  if (sub_native(self, other, alpha, out)) return out;
+  if (sub_native(self, other, alpha, out, false)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub_out>::call(self, other, alpha, out);
 }
 
 Tensor mul(const Tensor& self, const Tensor& other) {
   Tensor out = new_result(self, other);
-  if (binary_native("mul", self, other, out)) return out;
+  if (binary_native("mul", self, other, out, true)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul_Tensor>::call(self, other);
 }
 
 Tensor& mul_(Tensor& self, const Tensor& other) {
-  if (same_shape_in_place(self, other) && binary_native("mul", self, other, self)) return self;
+  if (same_shape_in_place(self, other) && binary_native("mul", self, other, self, false)) return self;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul__Tensor>::call(self, other);
 }
 
 Tensor& mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  if (binary_native("mul", self, other, out)) return out;
+  if (binary_native("mul", self, other, out, false)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul_out>::call(self, other, out);
 }
 

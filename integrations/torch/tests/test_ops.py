@@ -163,6 +163,20 @@ def test_casts_pytorch_makes_differently_keep_the_host_kernel():
     assert torch.xdal.host_kernel_launches() > before
 
 
+def test_elementwise_results_take_pytorch_strides():
+    # TensorIterator's rule, as on the CPU: channels_last in, channels_last out.
+    x = make((2, 3, 4, 5), torch.float32).contiguous(memory_format=torch.channels_last)
+    d = x.xdal()
+    with no_fallback():
+        for f in (lambda t: t + 1, lambda t: t * t, lambda t: t - t.contiguous(), lambda t: t + t.new_ones(5)):
+            got, ref = f(d), f(x)
+            assert got.stride() == ref.stride()
+            check(got, ref)
+        assert torch.empty_like(d).stride() == x.stride()
+    t = make((4, 5), torch.float32).t()
+    assert (t.xdal() * 2).stride() == (t * 2).stride()
+
+
 def test_native_ops_do_not_fall_back():
     with no_fallback():
         x = torch.empty(100, device="xdal").fill_(1.5)
