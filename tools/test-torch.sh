@@ -57,7 +57,9 @@ echo "== torch_xdal: build and install"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 export CMAKE_PREFIX_PATH="$prefix${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
 start=$(date +%s)
-MAX_JOBS=$jobs "$py" -m pip install -q --no-build-isolation --no-deps ./integrations/torch
+# Without autoloading: a broken torch_xdal installed earlier must not stop
+# `import torch` in the build from building its replacement.
+TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=$jobs "$py" -m pip install -q --no-build-isolation --no-deps ./integrations/torch
 echo "   (extension build and install: $(($(date +%s) - start)) s)"
 
 echo "== pytest integrations/torch/tests (XDAL_FAKE_PROTECT=1)"
