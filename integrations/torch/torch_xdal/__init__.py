@@ -22,6 +22,7 @@ def _autoload() -> None:
 import torch  # noqa: E402
 
 from . import _C  # noqa: F401  loads libxdal and registers the PrivateUse1 backend
+from . import _composite_kernels  # noqa: F401  registers kernels composed of ATen operators
 from . import _sharing
 from . import xdal as _device_module
 
