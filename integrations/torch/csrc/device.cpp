@@ -3,7 +3,10 @@
 // like PyTorch's).
 #include "xdal_torch.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 
 namespace torch_xdal {
 
@@ -25,6 +28,36 @@ void raise(xdal_status_t status, const char* call) {
   C10_THROW_ERROR(Error, msg);
 }
 
+// ---------------------------------------------------------------- fork
+
+namespace {
+
+// xdal's runtime (the fake backend's workers, a driver's context) does not
+// survive fork(): a child of a process that used xdal refuses xdal, with
+// CUDA's wording, instead of waiting forever on threads it does not have.
+std::atomic<bool> runtime_used{false};
+std::atomic<bool> in_bad_fork_flag{false};
+
+void after_fork_in_child() {
+  if (runtime_used.load(std::memory_order_relaxed)) in_bad_fork_flag.store(true, std::memory_order_relaxed);
+}
+
+const bool fork_handler_installed [[maybe_unused]] = [] {
+  pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+  return true;
+}();
+
+}  // namespace
+
+bool in_bad_fork() { return in_bad_fork_flag.load(std::memory_order_relaxed); }
+
+void use_runtime() {
+  TORCH_CHECK(!in_bad_fork(),
+              "Cannot re-initialize xdal in forked subprocess. To use xdal with multiprocessing, you must use the "
+              "'spawn' start method");
+  runtime_used.store(true, std::memory_order_relaxed);
+}
+
 // ---------------------------------------------------------------- devices
 
 c10::DeviceIndex device_count() noexcept {
@@ -37,17 +70,21 @@ c10::DeviceIndex device_count() noexcept {
 }
 
 void check_device(c10::DeviceIndex device) {
-  TORCH_CHECK(device >= 0 && device < device_count(), "xdal: device index ", int(device),
-              " is out of range [0, ", int(device_count()), ")");
+  // Worded as PyTorch's reference backend (OpenReg) words it, which
+  // PyTorch's tests match.
+  TORCH_CHECK(device >= 0 && device < device_count(), "The device index is out of range. It must be in [0, ",
+              int(device_count()), "), but got ", int(device), " (xdal).");
 }
 
 c10::DeviceIndex current_device() {
+  use_runtime();
   int d = 0;
   TX_CHECK(xdal_device_get(&d));
   return c10::DeviceIndex(d);
 }
 
 void set_device(c10::DeviceIndex device) {
+  use_runtime();
   check_device(device);
   TX_CHECK(xdal_device_set(device));
 }

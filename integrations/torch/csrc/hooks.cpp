@@ -14,7 +14,10 @@ struct XdalHooks final : public at::PrivateUse1HooksInterface {
   bool isBuilt() const override { return true; }
   bool isAvailable() const override { return device_count() > 0; }
   bool hasPrimaryContext(c10::DeviceIndex /*device_index*/) const override { return true; }
-  void init() const override { TX_CHECK(xdal_init()); }
+  void init() const override {
+    use_runtime();
+    TX_CHECK(xdal_init());
+  }
   c10::DeviceIndex deviceCount() const override { return device_count(); }
   void setCurrentDevice(c10::DeviceIndex device) const override { set_device(device); }
   c10::DeviceIndex getCurrentDevice() const override { return current_device(); }

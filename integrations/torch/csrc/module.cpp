@@ -11,7 +11,11 @@ namespace py = pybind11;
 PYBIND11_MODULE(_C, m) {
   using namespace torch_xdal;
   m.doc() = "torch_xdal native part: a PrivateUse1 backend on the xdal C ABI";
-  m.def("_init", [] { TX_CHECK(xdal_init()); });
+  m.def("_init", [] {
+    use_runtime();
+    TX_CHECK(xdal_init());
+  });
+  m.def("_is_in_bad_fork", [] { return in_bad_fork(); });
   m.def("backend_name", [] { return std::string(xdal_backend_name()); });
   m.def("version", [] {
     uint32_t a = 0, b = 0, c = 0;

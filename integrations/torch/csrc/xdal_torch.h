@@ -71,6 +71,11 @@ std::string last_error_message();
 // ---- devices (device.cpp) ----
 c10::DeviceIndex device_count() noexcept;
 c10::DeviceIndex current_device();
+// Whether this process is a fork() child of one that used xdal; then every
+// use of the runtime (use_runtime(), called by the device getters and
+// setters) raises.
+bool in_bad_fork();
+void use_runtime();
 void set_device(c10::DeviceIndex device);
 c10::DeviceIndex exchange_device(c10::DeviceIndex device);
 void check_device(c10::DeviceIndex device);

@@ -74,8 +74,12 @@ def test_device_guard_follows_tensor_device():
 
 
 def test_invalid_device():
-    with pytest.raises(Exception):
+    # PyTorch's tests of a PrivateUse1 backend match this wording.
+    with pytest.raises(RuntimeError, match="The device index is out of range"):
         torch.empty(1, device="xdal:7")
+    with pytest.raises(RuntimeError, match="The device index is out of range"):
+        torch.accelerator.set_device_index(torch.xdal.device_count())
+    assert torch.ones(1, device="xdal").item() == 1.0  # still usable
 
 
 def test_tensor_methods():
@@ -111,3 +115,39 @@ def test_importing_torch_xdal_before_torch_works():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "2.0"
+
+
+_FORK_CHILD = """
+import os, sys, torch, torch_xdal
+torch.ones(1, device="xdal").sum().item()  # the parent uses xdal
+pid = os.fork()
+if pid == 0:
+    code = 0
+    try:
+        torch.ones(1, device="xdal")
+        code = 3
+    except RuntimeError as e:
+        code = 0 if "Cannot re-initialize xdal in forked subprocess" in str(e) else 4
+    code = code or (0 if torch.xdal._is_in_bad_fork() else 5)
+    code = code or (0 if torch.ones(2).sum().item() == 2 else 6)  # the CPU still works
+    os._exit(code)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), torch.ones(1, device="xdal").item(), torch.xdal._is_in_bad_fork())
+"""
+
+
+def test_forked_child_refuses_xdal_as_cuda_does():
+    done = subprocess.run([sys.executable, "-c", _FORK_CHILD], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "1.0", "False"]
+
+
+def test_forked_child_of_a_process_that_never_used_xdal_may_use_it():
+    code = ("import os, torch, torch_xdal\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os._exit(0 if torch.ones(2, device='xdal').sum().item() == 2 else 1)\n"
+            "print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"

@@ -1,4 +1,6 @@
 """Creation, round trips, copies in every direction, resize_, views."""
+import warnings
+
 import pytest
 import torch
 
@@ -180,3 +182,41 @@ def test_non_blocking_copies():
     q = torch.randn(1000).pin_memory()
     d2 = q.to("xdal", non_blocking=True)
     assert torch.equal(d2.cpu(), q)
+
+
+@pytest.mark.parametrize("dtype,name", [(torch.float32, "FloatStorage"), (torch.bfloat16, "BFloat16Storage"),
+                                        (torch.int64, "LongStorage"), (torch.bool, "BoolStorage")], ids=str)
+def test_typed_storage_classes(dtype, name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # TypedStorage is deprecated
+        t = torch.zeros(3, dtype=dtype, device="xdal")
+        s = t.storage()
+        assert s.type() == f"torch.xdal.{name}"
+        cls = getattr(torch.xdal, name)
+        assert isinstance(s, cls) and not isinstance(s, getattr(torch, name))
+        assert not isinstance(t.cpu().storage(), cls)
+        made = cls(4)
+        assert made.device.type == "xdal" and made.dtype == dtype and made.size() == 4
+        assert t.cpu().storage().type() == f"torch.{name}"
+
+
+def test_is_set_to():
+    a = torch.randn(3, 4, device="xdal")
+    b = torch.empty(0, device="xdal")
+    b.set_(a)
+    assert b.is_set_to(a) and a.is_set_to(b)
+    assert not b.is_set_to(a.clone())
+    assert not a.t().is_set_to(a)  # same storage, other strides
+
+
+def test_data_assignment_across_devices():
+    # As the CPU and CUDA allow: the variable takes the other tensor's device.
+    p = torch.nn.Parameter(torch.randn(3))
+    p.data = torch.ones(3, device="xdal")
+    assert p.device.type == "xdal" and isinstance(p, torch.nn.Parameter)
+    assert p.sum().item() == 3.0
+    p.data = torch.zeros(2)
+    assert p.device.type == "cpu" and p.shape == (2,)
+    t = torch.randn(2, device="xdal")
+    with pytest.raises(RuntimeError, match="incompatible tensor type"):
+        t.data = torch.randn(2).to_sparse()

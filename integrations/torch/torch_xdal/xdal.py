@@ -9,6 +9,7 @@ which reaches the backend's device guard and allocator.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 import torch
@@ -87,7 +88,7 @@ def init() -> None:
 def _lazy_init() -> None:
     global _initialized
     if not _initialized:
-        _C._init()
+        _C._init()  # raises in a fork() child of a process that used xdal
         _initialized = True
 
 
@@ -96,7 +97,16 @@ def is_initialized() -> bool:
 
 
 def _is_in_bad_fork() -> bool:
-    return False
+    """True in a fork() child of a process that used xdal: xdal is refused there, as CUDA is."""
+    return _C._is_in_bad_fork()
+
+
+def _after_fork_in_child() -> None:
+    global _initialized
+    _initialized = False
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def backend_name() -> str:
@@ -248,3 +258,42 @@ def host_kernel_launches() -> int:
     """How many host kernels (xdal_function_from_host) the extension has
     launched: the work a backend that runs no host code could not do."""
     return _C.host_kernel_launches()
+
+
+# ---------------------------------------------------------------- typed storages
+
+class _XdalLegacyStorage(torch.storage._LegacyStorage):
+    """Base of torch.xdal.FloatStorage and its siblings, the typed storage
+    classes that ``tensor.storage().type()`` names, as torch.cuda has them.
+    Their module is ``torch.xdal``: PyTorch reads the device from it."""
+
+    @classmethod
+    def from_buffer(cls, *args, **kwargs):
+        raise RuntimeError("from_buffer: Not available for xdal storage")
+
+    @classmethod
+    def _new_with_weak_ptr(cls, *args, **kwargs):
+        raise RuntimeError("_new_with_weak_ptr: Not available for xdal storage")
+
+    @classmethod
+    def _new_shared_filename(cls, manager, obj, size, *, device=None, dtype=None):
+        raise RuntimeError("_new_shared_filename: Not available for xdal storage")
+
+
+def _legacy_storage_class(name: str, dtype: torch.dtype) -> type:
+    def _dtype(cls):
+        return dtype
+
+    return type(name, (_XdalLegacyStorage,), {
+        "__module__": "torch.xdal",
+        "__qualname__": name,
+        "_dtype": torch._utils.classproperty(_dtype),
+        "dtype": torch._utils.classproperty(_dtype),
+    })
+
+
+for _dtype, _name in torch.storage._dtype_to_storage_type_map().items():
+    _cls = _legacy_storage_class(_name, _dtype)
+    globals()[_name] = _cls
+    torch._storage_classes.add(_cls)
+del _dtype, _name, _cls
