@@ -225,8 +225,17 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   return dst;
 }
 
+// The CPU fallback's way back for out= arguments. An out of the wrong
+// shape takes the layout the CPU's kernel gave its own (column-major from
+// linalg, channels_last from a convolution), as that kernel would have
+// given it; one of the right shape keeps its strides.
 Tensor copy_from_and_resize(const Tensor& self, const Tensor& dst) {
-  dst.resize_(self.sizes());
+  if (!dst.sizes().equals(self.sizes())) {
+    dst.resize_(self.sizes());
+    if (self.is_non_overlapping_and_dense() && !dst.strides().equals(self.strides())) {
+      dst.as_strided_(self.sizes(), self.strides());
+    }
+  }
   return copy_from(self, dst, false);
 }
 
