@@ -40,7 +40,7 @@ if ! "$py" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$
   "$py" -m pip install -q "torch==$torch_version"
 fi
 "$py" -c "import numpy, pytest" 2>/dev/null || "$py" -m pip install -q numpy pytest
-# expecttest: imported by PyTorch's OpInfo database (tools/opinfo_share.py and its smoke test).
+# expecttest: imported by PyTorch's OpInfo database (tests/test_opinfo.py).
 "$py" -c "import expecttest" 2>/dev/null || "$py" -m pip install -q expecttest
 "$py" -c "import setuptools, wheel" 2>/dev/null || "$py" -m pip install -q setuptools wheel
 # ninja compiles the extension's translation units in parallel.
