@@ -24,17 +24,20 @@ namespace {
 
 using at::Tensor;
 
-// An operand as an xdal tensor of `type` with the sizes and strides of
-// `like` (then element i of each is at the same offset), or an undefined
-// tensor when it cannot be made one here.
+// Whether x can be an operand of a native kernel writing `out`: an xdal
+// tensor on out's device without conjugate or negative bits, or a CPU
+// 0-dim tensor (a Python number).
+bool native_operand(const Tensor& x, const Tensor& out) {
+  return is_xdal(x) ? x.device() == out.device() && !has_bits(x) : x.dim() == 0;
+}
+
+// Operand x (native_operand) as an xdal tensor of `type` with the sizes and
+// strides of `like`: then element i of each is at the same offset.
 Tensor operand(const Tensor& x, at::ScalarType type, const Tensor& like) {
   Tensor t = x;
   if (!is_xdal(t)) {
-    if (t.dim() != 0) return Tensor();
     t = at::empty({}, like.options().dtype(type));
     fill_with(t, x.item());
-  } else if (t.device() != like.device() || has_bits(t)) {
-    return Tensor();
   }
   if (t.scalar_type() != type) t = t.to(type);
   if (!t.sizes().equals(like.sizes()) || !t.strides().equals(like.strides())) {
@@ -68,33 +71,28 @@ std::vector<int64_t> elementwise_result_strides(const Tensor& a, const Tensor& b
 // out = a (op) b with xdal's add_<t>/mul_<t>, or, given `scale`, out = a +
 // scale * b with axpby_<t> (1.1: add and sub with alpha); false when the
 // case is left to the fallback (type promotion into another out type, ...).
-// A result made here (`fresh`) takes TensorIterator's strides; an out=
-// tensor keeps its own. The kernel runs over the elements in memory order
+// As in TensorIterator, an out that is resized here (a new result, an
+// out= of the wrong shape) takes TensorIterator's strides; one of the right
+// shape keeps its own. The kernel runs over the elements in memory order
 // of operands laid out as the result.
-bool binary_native(const char* op, const Tensor& self, const Tensor& other, const Tensor& out, bool fresh,
+bool binary_native(const char* op, const Tensor& self, const Tensor& other, const Tensor& out,
                    const at::Scalar* scale = nullptr) {
   if (!is_xdal(out) || has_bits(out)) return false;
   check_write_overlap(out, {self, other});
   const at::ScalarType type = at::result_type(self, other);
   if (!native_arith_type(type) || out.scalar_type() != type) return false;
-  if ((is_xdal(self) && (self.device() != out.device() || has_bits(self))) ||
-      (is_xdal(other) && (other.device() != out.device() || has_bits(other))) ||
-      (!is_xdal(self) && self.dim() != 0) || (!is_xdal(other) && other.dim() != 0)) {
-    return false;
-  }
+  if (!native_operand(self, out) || !native_operand(other, out)) return false;
   std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
   c10::DeviceGuard g(out.device());
-  at::native::resize_output(out, shape);
-  if (fresh) {
+  if (at::native::resize_output(out, shape)) {
     const std::vector<int64_t> strides = elementwise_result_strides(self, other, type, shape);
     if (!out.strides().equals(strides)) out.as_strided_(shape, strides);
   }
   const int64_t n = out.numel();
   if (n == 0) return true;
   Tensor o = out.is_non_overlapping_and_dense() ? out : at::empty(shape, out.options().memory_format(at::MemoryFormat::Contiguous));
-  Tensor a = operand(self, type, o);
-  Tensor b = operand(other, type, o);
-  if (!a.defined() || !b.defined()) return false;
+  const Tensor a = operand(self, type, o);
+  const Tensor b = operand(other, type, o);
   // xdal accepts out == a or out == b, no other overlap.
   auto aliases_ok = [&](const Tensor& x) { return ptr_of(x) == ptr_of(o) || !ranges_overlap(o, x); };
   if (!aliases_ok(a) || !aliases_ok(b)) {
@@ -131,17 +129,16 @@ Tensor new_result(const Tensor& self, const Tensor& other) {
 }
 
 // a + alpha * b: add_<t> when alpha is 1, else axpby_<t>.
-bool add_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out, bool fresh) {
-  return alpha_is_one(alpha) ? binary_native("add", self, other, out, fresh)
-                             : binary_native("add", self, other, out, fresh, &alpha);
+bool add_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out) {
+  return alpha_is_one(alpha) ? binary_native("add", self, other, out) : binary_native("add", self, other, out, &alpha);
 }
 
 // a - alpha * b as a + (-alpha) * b (exact: negation); PyTorch refuses
 // sub on bool, so bool is left to the fallback, which raises its error.
-bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out, bool fresh) {
+bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out) {
   if (at::result_type(self, other) == at::kBool) return false;
   const at::Scalar minus = -alpha;
-  return binary_native("sub", self, other, out, fresh, &minus);
+  return binary_native("sub", self, other, out, &minus);
 }
 
 }  // namespace
@@ -150,49 +147,49 @@ namespace ops {
 
 Tensor add(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
   Tensor out = new_result(self, other);
-  if (add_native(self, other, alpha, out, true)) return out;
+  if (add_native(self, other, alpha, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add_Tensor>::call(self, other, alpha);
 }
 
 Tensor& add_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
-  if (same_shape_in_place(self, other) && add_native(self, other, alpha, self, false)) return self;
+  if (same_shape_in_place(self, other) && add_native(self, other, alpha, self)) return self;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add__Tensor>::call(self, other, alpha);
 }
 
 Tensor& add_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
-  if (add_native(self, other, alpha, out, false)) return out;
+  if (add_native(self, other, alpha, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add_out>::call(self, other, alpha, out);
 }
 
 Tensor sub(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
   Tensor out = new_result(self, other);
-  if (sub_native(self, other, alpha, out, true)) return out;
+  if (sub_native(self, other, alpha, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub_Tensor>::call(self, other, alpha);
 }
 
 Tensor& sub_(Tensor& self, const Tensor& other, const at::Scalar& alpha) {
-  if (same_shape_in_place(self, other) && sub_native(self, other, alpha, self, false)) return self;
+  if (same_shape_in_place(self, other) && sub_native(self, other, alpha, self)) return self;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub__Tensor>::call(self, other, alpha);
 }
 
 Tensor& sub_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
-  if (sub_native(self, other, alpha, out, false)) return out;
+  if (sub_native(self, other, alpha, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub_out>::call(self, other, alpha, out);
 }
 
 Tensor mul(const Tensor& self, const Tensor& other) {
   Tensor out = new_result(self, other);
-  if (binary_native("mul", self, other, out, true)) return out;
+  if (binary_native("mul", self, other, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul_Tensor>::call(self, other);
 }
 
 Tensor& mul_(Tensor& self, const Tensor& other) {
-  if (same_shape_in_place(self, other) && binary_native("mul", self, other, self, false)) return self;
+  if (same_shape_in_place(self, other) && binary_native("mul", self, other, self)) return self;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul__Tensor>::call(self, other);
 }
 
 Tensor& mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  if (binary_native("mul", self, other, out, false)) return out;
+  if (binary_native("mul", self, other, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul_out>::call(self, other, out);
 }
 
