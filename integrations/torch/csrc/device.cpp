@@ -55,7 +55,9 @@ void use_runtime() {
   TORCH_CHECK(!in_bad_fork(),
               "Cannot re-initialize xdal in forked subprocess. To use xdal with multiprocessing, you must use the "
               "'spawn' start method");
-  runtime_used.store(true, std::memory_order_relaxed);
+  // Stored once: the device getters call this on every operator, and a
+  // store each time would bounce the flag's cache line between threads.
+  if (!runtime_used.load(std::memory_order_relaxed)) runtime_used.store(true, std::memory_order_relaxed);
 }
 
 // ---------------------------------------------------------------- devices
