@@ -138,8 +138,13 @@ class TestOpInfo(TestCase):
     where the CPU does not pass it (a nondeterministic operator, say),
     nothing is asked of xdal: the test is skipped with the CPU's reason."""
 
-    def _against_cpu(self, device, test, op, dtype, check):
-        """Runs check(device) -> number of samples checked; skips when none was."""
+    def _against_cpu(self, device, test, op, dtype, check_sample, requires_grad=False):
+        """Runs check_sample(device, sample) -> whether the sample applied, on
+        every sample; skips when none applied."""
+
+        def check(dev):
+            return sum(1 for s in _samples(op, dtype, requires_grad) if check_sample(dev, s))
+
         if torch.device(device).type != "cpu":
             try:
                 check("cpu")
@@ -162,53 +167,42 @@ class TestOpInfo(TestCase):
 
     @ops(OPS, allowed_dtypes=DTYPES)
     def test_compare_cpu(self, device, dtype, op):
-        def check(dev):
-            ran = 0
-            for s in _samples(op, dtype):
-                ref = _run_cpu(op, s)
-                if ref is None:
-                    continue
-                _seed()
-                got = _run(op, _moved(s, dev))
-                self.assertEqual(got, ref, exact_device=False, msg=f"sample {s.summary()}")
-                ran += 1
-            return ran
+        def check(dev, s):
+            ref = _run_cpu(op, s)
+            if ref is None:
+                return False
+            _seed()
+            got = _run(op, _moved(s, dev))
+            self.assertEqual(got, ref, exact_device=False, msg=f"sample {s.summary()}")
+            return True
 
         self._against_cpu(device, "test_compare_cpu", op, dtype, check)
 
     @ops(OPS, allowed_dtypes=DTYPES)
     def test_noncontiguous_samples(self, device, dtype, op):
-        def check(dev):
-            ran = 0
-            for s in _samples(op, dtype):
-                if _run_cpu(op, s) is None:
-                    continue
-                d = _moved(s, dev)
-                _seed()
-                want = _run(op, d)
-                _seed()
-                got = _run(op, d.noncontiguous())
-                self.assertEqual(got, want, msg=f"sample {s.summary()}")
-                ran += 1
-            return ran
+        def check(dev, s):
+            if _run_cpu(op, s) is None:
+                return False
+            d = _moved(s, dev)
+            _seed()
+            want = _run(op, d)
+            _seed()
+            got = _run(op, d.noncontiguous())
+            self.assertEqual(got, want, msg=f"sample {s.summary()}")
+            return True
 
         self._against_cpu(device, "test_noncontiguous_samples", op, dtype, check)
 
     @ops([op for op in OPS if op.supports_out], allowed_dtypes=DTYPES)
     def test_out(self, device, dtype, op):
-        def check(dev):
-            ran = 0
-            for s in _samples(op, dtype):
-                ref = _run_cpu(op, s)
-                if ref is None:
-                    continue
-                if not _tensor_leaves(ref) or len(_tensor_leaves(ref)) != len(pytree.tree_leaves(ref)):
-                    continue  # outputs that are not all tensors have no out=
-                d = _moved(s, dev)
-                self._check_out_in_place(op, d, ref, dev)
-                self._check_out_resized(op, s, d, ref, dev)
-                ran += 1
-            return ran
+        def check(dev, s):
+            ref = _run_cpu(op, s)
+            if ref is None or not _tensor_leaves(ref) or len(_tensor_leaves(ref)) != len(pytree.tree_leaves(ref)):
+                return False  # the CPU refuses it, or outputs that are not all tensors (no out=)
+            d = _moved(s, dev)
+            self._check_out_in_place(op, d, ref, dev)
+            self._check_out_resized(op, s, d, ref, dev)
+            return True
 
         self._against_cpu(device, "test_out", op, dtype, check)
 
@@ -262,73 +256,66 @@ class TestOpInfo(TestCase):
         def channels_last(t):
             return t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
 
-        def check(dev):
-            ran = 0
-            for s in _samples(op, dtype):
-                for layout in (None, channels_last):
-                    c = _moved(s, "cpu", layout)
-                    ref = _run_cpu(op, c)
-                    if ref is None:
+        def check(dev, s):
+            applied = False
+            for layout in (None, channels_last):
+                c = _moved(s, "cpu", layout)
+                ref = _run_cpu(op, c)
+                if ref is None:
+                    continue
+                got = _run(op, _moved(c, dev))
+                for g, r in zip(_tensor_leaves(got), _tensor_leaves(ref)):
+                    if r.layout != torch.strided or g.shape != r.shape:
                         continue
-                    got = _run(op, _moved(c, dev))
-                    for g, r in zip(_tensor_leaves(got), _tensor_leaves(ref)):
-                        if r.layout != torch.strided or g.shape != r.shape:
-                            continue
-                        # Strides of dimensions of size 1 carry no layout.
-                        want = [st for st, n in zip(r.stride(), r.shape) if n > 1]
-                        have = [st for st, n in zip(g.stride(), g.shape) if n > 1]
-                        self.assertEqual(have, want, msg=f"strides of {tuple(r.shape)}, sample {s.summary()}")
-                    ran += 1
-            return ran
+                    # Strides of dimensions of size 1 carry no layout.
+                    want = [st for st, n in zip(r.stride(), r.shape) if n > 1]
+                    have = [st for st, n in zip(g.stride(), g.shape) if n > 1]
+                    self.assertEqual(have, want, msg=f"strides of {tuple(r.shape)}, sample {s.summary()}")
+                applied = True
+            return applied
 
         self._against_cpu(device, "test_output_strides", op, dtype, check)
 
     @ops([op for op in OPS if op.inplace_variant is not None], allowed_dtypes=DTYPES)
     def test_inplace_overlap(self, device, dtype, op):
-        def check(dev):
-            ran = 0
-            for s in _samples(op, dtype):
-                if not isinstance(s.input, torch.Tensor) or s.input.numel() < 2:
-                    continue
-                # Every element of self is one memory location.
-                first = s.input.detach().reshape(-1)[:1]
-                cpu_self = first.clone().expand(s.input.shape)
-                cpu_error = None
-                _seed()
-                try:
-                    op.inplace_variant(cpu_self, *s.args, **s.kwargs)
-                except Exception as e:  # noqa: BLE001
-                    cpu_error = e
-                d = _moved(s, dev)
-                dev_self = first.clone().to(dev).expand(s.input.shape)
-                _seed()
-                if cpu_error is not None:
-                    with self.assertRaises(type(cpu_error)) as caught:
-                        op.inplace_variant(dev_self, *d.args, **d.kwargs)
-                    if "unsupported operation" in str(cpu_error):
-                        self.assertIn("unsupported operation", str(caught.exception))
-                else:
+        def check(dev, s):
+            if not isinstance(s.input, torch.Tensor) or s.input.numel() < 2:
+                return False
+            # Every element of self is one memory location.
+            first = s.input.detach().reshape(-1)[:1]
+            cpu_self = first.clone().expand(s.input.shape)
+            cpu_error = None
+            _seed()
+            try:
+                op.inplace_variant(cpu_self, *s.args, **s.kwargs)
+            except Exception as e:  # noqa: BLE001
+                cpu_error = e
+            d = _moved(s, dev)
+            dev_self = first.clone().to(dev).expand(s.input.shape)
+            _seed()
+            if cpu_error is not None:
+                with self.assertRaises(type(cpu_error)) as caught:
                     op.inplace_variant(dev_self, *d.args, **d.kwargs)
-                    self.assertEqual(dev_self, cpu_self, exact_device=False)
-                ran += 1
-            return ran
+                if "unsupported operation" in str(cpu_error):
+                    self.assertIn("unsupported operation", str(caught.exception))
+            else:
+                op.inplace_variant(dev_self, *d.args, **d.kwargs)
+                self.assertEqual(dev_self, cpu_self, exact_device=False)
+            return True
 
         self._against_cpu(device, "test_inplace_overlap", op, dtype, check)
 
     @ops([op for op in OPS if op.supports_autograd], allowed_dtypes=(torch.float32,))
     def test_backward_compare_cpu(self, device, dtype, op):
-        def check(dev):
-            ran = 0
-            for s in _samples(op, dtype, requires_grad=True):
-                cpu_grads = self._grads(op, s, raise_errors=False)
-                if cpu_grads is None:
-                    continue
-                dev_grads = self._grads(op, _moved(s, dev), raise_errors=True)
-                self.assertEqual(dev_grads, cpu_grads, exact_device=False, msg=f"sample {s.summary()}")
-                ran += 1
-            return ran
+        def check(dev, s):
+            cpu_grads = self._grads(op, s, raise_errors=False)
+            if cpu_grads is None:
+                return False
+            dev_grads = self._grads(op, _moved(s, dev), raise_errors=True)
+            self.assertEqual(dev_grads, cpu_grads, exact_device=False, msg=f"sample {s.summary()}")
+            return True
 
-        self._against_cpu(device, "test_backward_compare_cpu", op, dtype, check)
+        self._against_cpu(device, "test_backward_compare_cpu", op, dtype, check, requires_grad=True)
 
     def _grads(self, op, s, raise_errors):
         inputs = [t for t in _tensors(s) if t.requires_grad]
