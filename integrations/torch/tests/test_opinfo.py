@@ -39,6 +39,7 @@ import torch
 from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase
+from torch.testing._internal.opinfo.core import SampleInput
 from torch.utils import _pytree as pytree
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool)
@@ -76,8 +77,8 @@ def _seed():
     torch.xdal.manual_seed_all(0)
 
 
-def _samples(op, dtype, requires_grad=False):
-    """The first MAX_SAMPLES sample inputs, made on the CPU (the reference's own inputs).
+def _generate(op, device, dtype, requires_grad):
+    """The first MAX_SAMPLES strided sample inputs the OpInfo makes for `device`.
 
     From the OpInfo's sample function itself: OpInfo.sample_inputs tracks
     each sample for error messages by walking the stack with
@@ -85,7 +86,7 @@ def _samples(op, dtype, requires_grad=False):
     """
     out = []
     _seed()
-    for s in op.sample_inputs_func(op, "cpu", dtype, requires_grad):
+    for s in op.sample_inputs_func(op, device, dtype, requires_grad):
         if any(isinstance(t, torch.Tensor) and t.layout != torch.strided for t in _tensors(s)):
             continue
         out.append(s)
@@ -94,26 +95,74 @@ def _samples(op, dtype, requires_grad=False):
     return out
 
 
+class _PlacedSample(SampleInput):
+    """A sample made on the CPU that knows, for each of its tensors in the
+    order SampleInput.transform visits them, whether the operator wants it
+    on the CPU whatever the device (tensor_split's indices, say): there the
+    OpInfo's sample for a device puts it."""
+
+    __slots__ = ("on_cpu",)
+
+    @staticmethod
+    def of(sample, on_cpu):
+        placed = _PlacedSample(sample.input, args=sample.args, kwargs=sample.kwargs,
+                               output_process_fn_grad=sample.output_process_fn_grad,
+                               broadcasts_input=sample.broadcasts_input, name=sample.name)
+        placed.on_cpu = on_cpu
+        return placed
+
+
+def _tensor_devices(sample):
+    devices = []
+
+    def record(t):
+        if isinstance(t, torch.Tensor):
+            devices.append(t.device)
+        return t
+
+    sample.transform(record)
+    return devices
+
+
+def _samples(op, dtype, device, requires_grad=False):
+    """The samples made on the CPU (the reference's own inputs), placed as
+    in the samples made for `device`."""
+    cpu = _generate(op, "cpu", dtype, requires_grad)
+    if torch.device(device).type == "cpu":
+        return cpu
+    out = []
+    for c, m in zip(cpu, _generate(op, device, dtype, requires_grad)):
+        want, made = _tensor_devices(c), _tensor_devices(m)
+        on_cpu = [d.type == "cpu" for d in made] if len(want) == len(made) else None
+        out.append(_PlacedSample.of(c, on_cpu))
+    return out
+
+
 def _tensors(sample):
     return [t for t in pytree.tree_leaves((sample.input, sample.args, sample.kwargs)) if isinstance(t, torch.Tensor)]
 
 
 def _moved(sample, device, layout=None):
-    """The sample with every tensor on `device` (same values and strides, leaves again)."""
+    """The sample with its tensors on `device` (same values and strides,
+    leaves again), except those a _PlacedSample keeps on the CPU."""
+    on_cpu = getattr(sample, "on_cpu", None)
+    visited = [0]
 
     def move(t):
         if not isinstance(t, torch.Tensor):
             return t
+        index, visited[0] = visited[0], visited[0] + 1
+        to = "cpu" if on_cpu is not None and on_cpu[index] else device
         if layout is not None:
             t = layout(t)
         # .to() and clone() keep the strides of dense tensors.
-        m = t.detach().to(device) if t.device != torch.device(device) else t.detach().clone()
+        m = t.detach().to(to) if t.device != torch.device(to) else t.detach().clone()
         return m.requires_grad_(t.requires_grad)
 
     s = sample.transform(move)
     if "device" in s.kwargs:  # factory functions: ask for the device
         s.kwargs["device"] = device
-    return s
+    return _PlacedSample.of(s, on_cpu)
 
 
 def _run(op, s):
@@ -143,7 +192,7 @@ class TestOpInfo(TestCase):
         every sample; skips when none applied."""
 
         def check(dev):
-            return sum(1 for s in _samples(op, dtype, requires_grad) if check_sample(dev, s))
+            return sum(1 for s in _samples(op, dtype, dev, requires_grad) if check_sample(dev, s))
 
         if torch.device(device).type != "cpu":
             try:
