@@ -6,14 +6,16 @@
 // went this way, for tests.
 #include "xdal_torch.h"
 
-#include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_copy_from_and_resize.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <mutex>
@@ -48,52 +50,190 @@ void for_each_tensor(const c10::IValue& v, const std::function<void(const Tensor
   }
 }
 
-// The CPU kernel runs on copies, where it cannot see that the xdal tensors
-// it writes share memory with themselves or with its inputs: the checks
-// PyTorch makes on the CPU (TensorIterator's, and those of the operators
-// that write outside it) are made here, before anything runs, with
-// PyTorch's messages. fill_ and zero_ may write overlapping elements (one
-// value for all); cat refuses any overlap of its output with an input, the
-// others only a partial one. masked_fill_ and index_fill_ into overlapping
-// elements, which PyTorch still runs with a deprecation warning, are
-// refused: the copy back could not reproduce which shared element the CPU
-// writes last.
-void check_fallback_writes(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t base) {
-  const auto& args = op.schema().arguments();
-  const std::string& name = op.schema().operator_name().name;
-  // In-place operators that change only a tensor's metadata, never its
-  // elements: nothing of theirs is written through overlapping memory.
-  static const std::unordered_set<std::string> metadata_only = {
+// In-place operators that change only a tensor's metadata, never its
+// elements (they have kernels of their own; should one come here, it must
+// not be copied back as values).
+bool is_metadata_only(const std::string& name) {
+  static const std::unordered_set<std::string> names = {
       "aten::resize_",  "aten::resize_as_", "aten::set_",     "aten::as_strided_", "aten::detach_",
       "aten::squeeze_", "aten::unsqueeze_", "aten::transpose_", "aten::t_",        "aten::swapdims_"};
-  if (metadata_only.count(name)) return;
-  const bool may_overlap_itself = name == "aten::fill_" || name == "aten::zero_";
-  const bool deprecated_overlap = name == "aten::masked_fill_" || name == "aten::index_fill_";
-  const bool no_overlap_at_all = name == "aten::cat" || name == "aten::_cat";
-  for (size_t w = 0; w < args.size(); ++w) {
+  return names.count(name) != 0;
+}
+
+// Whether two elements of t may be one memory location: dimensions sorted
+// by stride, each stride must pass the farthest element the smaller ones
+// reach (exact for PyTorch's non-negative strides; stride 0 of an expanded
+// dimension fails it).
+bool may_overlap_itself(const Tensor& t) {
+  if (t.numel() < 2) return false;
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dimensions of more than one element
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1) dims.emplace_back(t.stride(d), t.size(d));
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += stride * (size - 1);
+  }
+  return false;
+}
+
+// The CPU kernel normally runs on copies of the xdal operands, where it
+// cannot see that a tensor it writes shares memory with itself (an expanded
+// tensor) or with another operand. Then the operands are mirrored instead:
+// each xdal storage a written tensor lives in is copied to the host once (the
+// byte range its tensors span), every xdal operand in it becomes a CPU tensor
+// with its own offset and strides over that copy, the CPU kernel runs on
+// those, and the bytes are copied back. The CPU kernel sees the same sharing
+// the xdal tensors have, so it refuses what PyTorch refuses on the CPU, with
+// its message, and computes what it computes there (expanded targets of
+// masked_fill_, index_put_ or triu_ included, deprecation warnings too).
+bool writes_shared_memory(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t base) {
+  const auto& args = op.schema().arguments();
+  if (is_metadata_only(op.schema().operator_name().name)) return false;
+  std::vector<Tensor> operands;
+  for (size_t i = 0; i < args.size(); ++i)
+    for_each_tensor(stack[base + i], [&](const Tensor& t) {
+      if (t.defined() && is_xdal(t)) operands.push_back(t);
+    });
+  bool shared = false;
+  for (size_t w = 0; w < args.size() && !shared; ++w) {
     const c10::AliasInfo* alias = args[w].alias_info();
     if (!alias || !alias->isWrite()) continue;
     for_each_tensor(stack[base + w], [&](const Tensor& out) {
-      if (!out.defined() || !is_xdal(out)) return;
-      if (deprecated_overlap) {
-        TORCH_CHECK_NOT_IMPLEMENTED(at::has_internal_overlap(out) != at::MemOverlap::Yes, "xdal: ", name,
-                                    " on a tensor whose elements share memory (an expanded tensor) is not "
-                                    "supported (PyTorch deprecates it); clone() the tensor first");
-      } else if (!may_overlap_itself) {
-        at::assert_no_internal_overlap(out);
+      if (shared || !out.defined() || !is_xdal(out)) return;
+      if (may_overlap_itself(out)) {
+        shared = true;
+        return;
       }
-      for (size_t i = 0; i < args.size(); ++i) {
-        if (i == w) continue;
-        for_each_tensor(stack[base + i], [&](const Tensor& input) {
-          if (!input.defined() || !is_xdal(input)) return;
-          if (no_overlap_at_all) {
-            at::assert_no_overlap(out, input);
-          } else {
-            at::assert_no_partial_overlap(out, input);
-          }
-        });
-      }
+      int64_t same_storage = 0;  // out itself is one of the operands
+      for (const Tensor& t : operands) same_storage += t.storage().is_alias_of(out.storage()) ? 1 : 0;
+      shared = same_storage > 1;
     });
+  }
+  return shared;
+}
+
+// One xdal storage copied to the host: the bytes [lo, hi) its operands span.
+struct HostMirror {
+  Tensor device_bytes;
+  Tensor host_bytes;
+  int64_t lo = 0;
+  bool written = false;
+};
+
+void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t base,
+                         c10::Device device) {
+  const auto& args = op.schema().arguments();
+  const size_t n = args.size();
+  std::unordered_map<const c10::StorageImpl*, HostMirror> mirrors;
+  std::vector<bool> written(n, false);
+  for (size_t i = 0; i < n; ++i) written[i] = args[i].alias_info() && args[i].alias_info()->isWrite();
+
+  // The byte range each storage's operands span; the low end aligned to 16
+  // bytes so that every operand's offset stays a whole number of elements.
+  struct Span {
+    c10::Storage storage;
+    int64_t lo, hi;
+  };
+  std::unordered_map<const c10::StorageImpl*, Span> spans;
+  for (size_t i = 0; i < n; ++i)
+    for_each_tensor((*stack)[base + i], [&](const Tensor& t) {
+      if (!t.defined() || !is_xdal(t)) return;
+      const int64_t item = static_cast<int64_t>(t.element_size());
+      int64_t lo = t.storage_offset() * item, hi = lo;
+      if (t.numel() > 0) {
+        int64_t last = 0;
+        for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+        hi = lo + (last + 1) * item;
+      }
+      auto [it, fresh] = spans.try_emplace(t.storage().unsafeGetStorageImpl(), Span{t.storage(), lo, hi});
+      if (!fresh) {
+        it->second.lo = std::min(it->second.lo, lo);
+        it->second.hi = std::max(it->second.hi, hi);
+      }
+      if (written[i]) mirrors[t.storage().unsafeGetStorageImpl()].written = true;
+    });
+  for (auto& [impl, span] : spans) {
+    HostMirror& m = mirrors[impl];
+    m.lo = span.lo - span.lo % 16;
+    m.device_bytes = at::empty({0}, at::TensorOptions().dtype(at::kByte).device(device));
+    m.device_bytes.set_(span.storage, m.lo, {span.hi - m.lo}, {1});
+    m.host_bytes = m.device_bytes.cpu();
+  }
+
+  // Each xdal operand as a CPU tensor over its storage's mirror.
+  auto on_host = [&](const Tensor& t) -> Tensor {
+    if (!t.defined() || !is_xdal(t)) return t;
+    const HostMirror& m = mirrors.at(t.storage().unsafeGetStorageImpl());
+    const int64_t item = static_cast<int64_t>(t.element_size());
+    Tensor h = at::empty({0}, t.options().device(at::kCPU));
+    h.set_(m.host_bytes.storage(), (t.storage_offset() * item - m.lo) / item, t.sizes(), t.strides());
+    return h;
+  };
+  std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  std::vector<std::vector<Tensor>> host_written(n);
+  for (size_t i = 0; i < n; ++i) {
+    c10::IValue& v = (*stack)[base + i];
+    if (v.isTensor()) {
+      v = on_host(v.toTensor());
+    } else if (v.isTensorList()) {
+      c10::List<Tensor> list;
+      for (const Tensor& t : v.toTensorList().vec()) list.push_back(on_host(t));
+      v = list;
+    } else if (v.isOptionalTensorList()) {
+      c10::List<std::optional<Tensor>> list;
+      for (const auto& t : v.toOptionalTensorList().vec()) list.push_back(t ? std::optional(on_host(*t)) : t);
+      v = list;
+    }
+    if (written[i]) for_each_tensor(v, [&](const Tensor& t) { host_written[i].push_back(t); });
+  }
+  std::vector<std::vector<std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t>>> layouts(n);
+  for (size_t i = 0; i < n; ++i)
+    for (const Tensor& t : host_written[i])
+      layouts[i].emplace_back(t.sizes().vec(), t.strides().vec(), t.defined() ? t.storage_offset() : 0);
+
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+
+  // The bytes back, then an out= the kernel resized: it takes the CPU's
+  // result whole (as the fallback's copies do).
+  for (auto& [impl, m] : mirrors)
+    if (m.written && m.host_bytes.numel() > 0) m.device_bytes.copy_(m.host_bytes);
+  for (size_t i = 0; i < n; ++i) {
+    if (!written[i]) continue;
+    std::vector<Tensor> device_written;
+    for_each_tensor(originals[i], [&](const Tensor& t) { device_written.push_back(t); });
+    for (size_t k = 0; k < host_written[i].size() && k < device_written.size(); ++k) {
+      const Tensor& h = host_written[i][k];
+      if (!h.defined() || !is_xdal(device_written[k])) continue;
+      const auto& [sizes, strides, offset] = layouts[i][k];
+      const bool moved = !h.storage().is_alias_of(mirrors.at(device_written[k].storage().unsafeGetStorageImpl())
+                                                      .host_bytes.storage());
+      if (moved || !h.sizes().equals(sizes) || !h.strides().equals(strides) || h.storage_offset() != offset)
+        at::_copy_from_and_resize(h, device_written[k]);
+    }
+  }
+
+  // Results: an alias of a written argument is that argument; the others
+  // go to the device.
+  const auto& returns = op.schema().returns();
+  const size_t first_result = stack->size() - returns.size();
+  for (size_t r = 0; r < returns.size(); ++r) {
+    c10::IValue& v = (*stack)[first_result + r];
+    const c10::AliasInfo* alias = returns[r].alias_info();
+    if (alias && alias->isWrite()) {
+      for (size_t i = 0; i < n; ++i)
+        if (args[i].alias_info() && args[i].alias_info()->beforeSets() == alias->beforeSets()) v = originals[i];
+      continue;
+    }
+    if (v.isTensor()) {
+      const Tensor& t = v.toTensor();
+      if (t.defined()) v = t.to(device);
+    } else if (v.isTensorList()) {
+      c10::List<Tensor> list;
+      for (const Tensor& t : v.toTensorList().vec()) list.push_back(t.defined() ? t.to(device) : t);
+      v = list;
+    }
   }
 }
 
@@ -147,8 +287,11 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   c10::OptionalDeviceGuard g;
   if (device && device->index() >= 0) g.reset_device(*device);
-  check_fallback_writes(op, *stack, base);
-  at::native::cpu_fallback(op, stack);
+  if (device && writes_shared_memory(op, *stack, base)) {
+    run_on_host_mirrors(op, stack, base, *device);
+  } else {
+    at::native::cpu_fallback(op, stack);
+  }
 }
 
 // ---------------------------------------------------------------- convolution

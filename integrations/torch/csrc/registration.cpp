@@ -106,6 +106,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", torch::CppFunction::makeFromBoxedFunction<&ops::cpu_fallback>());
   m.impl("native_group_norm", torch::CppFunction::makeFromBoxedFunction<&ops::cpu_fallback>());
   m.impl("addr", torch::CppFunction::makeFromBoxedFunction<&ops::cpu_fallback>());
+  // mode's out= kernel (through which mode itself runs) is registered for
+  // every backend but checks for the CPU, CUDA or XPU: the CPU's kernel.
+  m.impl("mode.values", torch::CppFunction::makeFromBoxedFunction<&ops::cpu_fallback>());
 }
 
 TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {

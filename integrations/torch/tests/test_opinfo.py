@@ -57,9 +57,6 @@ _REPLICATION_PAD_LAYOUT = (
     "restrides its result to channels_last")
 # (test, op full name, dtype or None for all) -> why xdal does not pass it.
 XDAL_EXPECTED_FAILURES: dict[tuple[str, str, torch.dtype | None], str] = {
-    ("test_inplace_overlap", "triu", None):
-        "xdal refuses an in-place operator on a tensor whose elements share memory unless PyTorch defines "
-        "the result (fill_, zero_); the CPU's triu_ runs there, its result depending on the order of its writes",
     ("test_output_strides", "nn.functional.pad.replicate_negative", None): _REPLICATION_PAD_LAYOUT,
     ("test_output_strides", "nn.functional.pad.replicate", None): _REPLICATION_PAD_LAYOUT,
 }
