@@ -19,7 +19,8 @@ inputs of each operator, a behaviour users rely on:
   channels_last out).
 - ``test_inplace_overlap``: an in-place operator on a tensor whose elements
   share memory is refused where the CPU refuses it, with the CPU's error.
-- ``test_backward_compare_cpu``: gradients equal the CPU's (float32).
+- ``test_backward_compare_cpu``: gradients equal the CPU's (float32, within
+  PyTorch's tolerance for a device against the CPU, 1e-3).
 
 Target: every check the CPU passes, xdal passes. On xdal, each test first
 runs its check on the CPU (comparisons with the CPU then compare the CPU
@@ -48,7 +49,10 @@ MAX_SAMPLES = int(os.environ.get("XDAL_OPINFO_SAMPLES", "2"))
 # runs a 16th of the ~700 entries, the same ones on every run, to stay
 # within CI's time; XDAL_OPINFO_EVERY=1 runs them all (about 50 minutes).
 EVERY = int(os.environ.get("XDAL_OPINFO_EVERY", "16"))
-OPS = op_db[::EVERY]
+# XDAL_OPINFO_SHARD=i/n: the i-th of n interleaved parts of those, for
+# processes that share the run (tools/opinfo_report.py -j n).
+SHARD, SHARDS = (int(x) for x in os.environ.get("XDAL_OPINFO_SHARD", "0/1").split("/"))
+OPS = op_db[::EVERY][SHARD::SHARDS]
 
 _REPLICATION_PAD_LAYOUT = (
     "replicate padding of a channels_last input: PyTorch's generated functional wrapper of the structured "
@@ -358,7 +362,12 @@ class TestOpInfo(TestCase):
             if cpu_grads is None:
                 return False
             dev_grads = self._grads(op, _moved(s, dev), raise_errors=True)
-            self.assertEqual(dev_grads, cpu_grads, exact_device=False, msg=f"sample {s.summary()}")
+            # PyTorch's own tolerance for a device against the CPU
+            # (TestCommon.test_compare_cpu): a gradient chains matrix
+            # products, which xdal's GEMM sums in another order than the
+            # CPU's BLAS (linalg.pinv's differs by 9e-6 relative).
+            self.assertEqual(dev_grads, cpu_grads, exact_device=False, atol=1e-3, rtol=1e-3,
+                             msg=f"sample {s.summary()}")
             return True
 
         self._against_cpu(device, "test_backward_compare_cpu", op, dtype, check, requires_grad=True)

@@ -7,7 +7,10 @@ pytest, reads its JUnit report and prints, per check, how many
 asked because the CPU does not pass them either, and xdal's listed
 expected failures:
 
-    XDAL_FAKE_PROTECT=1 .venv/bin/python integrations/torch/tools/opinfo_report.py [-n PROCS] [pytest args]
+    XDAL_FAKE_PROTECT=1 .venv/bin/python integrations/torch/tools/opinfo_report.py [-j PROCS] [pytest args]
+
+-j runs that many pytest processes at once, each on an interleaved share
+of the operators (XDAL_OPINFO_SHARD), one intra-op thread each.
 """
 
 from __future__ import annotations
@@ -40,17 +43,26 @@ def outcome(case):
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-j", "--jobs", type=int, default=1, help="pytest processes (default 1)")
     p.add_argument("pytest_args", nargs="*")
     args = p.parse_args()
+    cases = []
     with tempfile.TemporaryDirectory() as tmp:
-        report = os.path.join(tmp, "report.xml")
-        cmd = [sys.executable, "-m", "pytest", SUITE, "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
-               *args.pytest_args]
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False, env={**os.environ, "XDAL_OPINFO_CPU": "1"})
-        root = ET.parse(report).getroot()
+        runs = []
+        for shard in range(args.jobs):
+            report = os.path.join(tmp, f"report{shard}.xml")
+            cmd = [sys.executable, "-m", "pytest", SUITE, "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
+                   *args.pytest_args]
+            env = {**os.environ, "XDAL_OPINFO_CPU": "1", "XDAL_OPINFO_SHARD": f"{shard}/{args.jobs}"}
+            if args.jobs > 1:
+                env["OMP_NUM_THREADS"] = "1"
+            runs.append((report, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)))
+        for report, run in runs:
+            run.wait()
+            cases.extend(ET.parse(report).getroot().iter("testcase"))
     counts: dict[tuple[str, str], collections.Counter] = collections.defaultdict(collections.Counter)
     failures = []
-    for case in root.iter("testcase"):
+    for case in cases:
         device = DEVICES.get(case.get("classname", "").rsplit(".", 1)[-1])
         if device is None:
             continue
