@@ -7,6 +7,7 @@
 #include "xdal_torch.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_copy_from_and_resize.h>
 #include <ATen/ops/empty.h>
@@ -342,6 +343,41 @@ void reset_fallback_counts() {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&ops::cpu_fallback>());
+}
+
+// For a structured operator (exp, clamp, mse_loss, replication_pad2d, ...)
+// PyTorch gives a backend without its kernels a generated functional and
+// in-place wrapper (CompositeExplicitAutogradNonFunctional): the meta
+// function allocates the result, then the out= variant fills it, here
+// through the fallback. Where the CPU's own kernel lays out or sizes its
+// result otherwise than the meta function (replication_pad2d keeps
+// channels_last, mse_loss's out= kernel takes the unreduced shape first),
+// xdal's results would differ from the CPU's in strides, or warn that an
+// out= was resized although the caller passed none. The fallback runs the
+// CPU's kernel of the operator called instead, as for every other operator.
+void route_generated_wrappers_to_fallback() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static torch::Library lib(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__, __LINE__);
+    auto& dispatcher = c10::Dispatcher::singleton();
+    for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+      if (name.name.rfind("aten::", 0) != 0) continue;
+      const auto op = dispatcher.findOp(name);
+      if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+          op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1))
+        continue;
+      // Views and in-place views (as_strided_) change metadata only: their
+      // wrapper is the kernel.
+      const auto& returns = op->schema().returns();
+      const bool view = std::any_of(returns.begin(), returns.end(), [](const c10::Argument& r) {
+        return r.alias_info() != nullptr && !r.alias_info()->isWrite();
+      });
+      if (view || op->hasTag(at::Tag::inplace_view) || is_metadata_only(name.name)) continue;
+      const std::string unqualified =
+          name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+      lib.impl(unqualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&ops::cpu_fallback>());
+    }
+  });
 }
 
 }  // namespace torch_xdal

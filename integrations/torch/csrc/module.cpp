@@ -11,6 +11,7 @@ namespace py = pybind11;
 PYBIND11_MODULE(_C, m) {
   using namespace torch_xdal;
   m.doc() = "torch_xdal native part: a PrivateUse1 backend on the xdal C ABI";
+  route_generated_wrappers_to_fallback();
   m.def("_init", [] {
     use_runtime();
     TX_CHECK(xdal_init());

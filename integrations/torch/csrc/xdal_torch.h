@@ -249,6 +249,11 @@ at::Tensor& fill_with(at::Tensor& self, const c10::Scalar& value);
 // for finding the operators worth a native kernel).
 std::vector<std::pair<std::string, int64_t>> fallback_counts();
 void reset_fallback_counts();
+// Sends to the CPU fallback the functional and in-place variants that
+// PyTorch would otherwise run, for a backend without their kernel, through
+// a generated wrapper around their out= variant. Once, after every static
+// registration (from the module's initialisation).
+void route_generated_wrappers_to_fallback();
 
 // ---- ATen kernels, registered for PrivateUse1 in registration.cpp ----
 // Named after their operators, in a namespace of their own so that none

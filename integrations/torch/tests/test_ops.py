@@ -1,5 +1,6 @@
 """Native kernels (xdal built-ins) against the CPU, and the CPU fallback."""
 import contextlib
+import warnings
 
 import pytest
 import torch
@@ -238,10 +239,33 @@ FALLBACK = {
 def test_fallback_matches_cpu(name):
     f = FALLBACK[name]
     a, b = _f(1), _f(2)
-    ref = f(a, b)
-    got = f(a.xdal(), b.xdal())
+    with warnings.catch_warnings(record=True) as cpu_warnings:
+        warnings.simplefilter("always")
+        ref = f(a, b)
+    with warnings.catch_warnings(record=True) as xdal_warnings:
+        warnings.simplefilter("always")
+        got = f(a.xdal(), b.xdal())
     assert got.device.type == "xdal", got.device
     torch.testing.assert_close(got.cpu(), ref, rtol=1e-5, atol=1e-5)
+    assert got.stride() == ref.stride()
+    # No warning the CPU does not give (mse_loss warned of a resized out=).
+    assert [str(w.message) for w in xdal_warnings] == [str(w.message) for w in cpu_warnings]
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: torch.nn.functional.pad(x, (1, 2, 2, 1), mode="replicate"),
+    lambda x: torch.nn.functional.pad(x, (1, 1, 1, 1), mode="reflect"),
+    lambda x: torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear"),
+    lambda x: torch.clamp(x, -1, 1),
+], ids=["replicate_pad", "reflect_pad", "upsample_bilinear", "clamp"])
+def test_fallback_results_take_the_cpu_kernels_layout(f):
+    """Operators without an xdal kernel run the CPU's kernel of the operator
+    called, not PyTorch's generated wrapper around its out= variant, whose
+    meta function lays a channels_last result out contiguous."""
+    x = make((2, 3, 5, 6), torch.float32).contiguous(memory_format=torch.channels_last)
+    ref, got = f(x), f(x.xdal())
+    assert got.stride() == ref.stride()
+    torch.testing.assert_close(got.cpu(), ref)
 
 
 def test_fallback_in_place_and_out():
