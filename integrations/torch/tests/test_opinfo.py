@@ -40,7 +40,7 @@ import torch
 from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase
-from torch.testing._internal.opinfo.core import SampleInput
+from torch.testing._internal.opinfo.core import DecorateInfo, SampleInput
 from torch.utils import _pytree as pytree
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.bool)
@@ -54,21 +54,39 @@ EVERY = int(os.environ.get("XDAL_OPINFO_EVERY", "16"))
 SHARD, SHARDS = (int(x) for x in os.environ.get("XDAL_OPINFO_SHARD", "0/1").split("/"))
 OPS = op_db[::EVERY][SHARD::SHARDS]
 
-_REPLICATION_PAD_LAYOUT = (
-    "replicate padding of a channels_last input: PyTorch's generated functional wrapper of the structured "
-    "replication_pad2d allocates a contiguous result from the meta function for a backend without its own "
-    "kernel, and the CPU kernel (through the fallback's out= path) keeps that layout; the CPU's own kernel "
-    "restrides its result to channels_last")
-# (test, op full name, dtype or None for all) -> why xdal does not pass it.
+_NO_SPARSE = ("xdal has no sparse layouts (no SparsePrivateUse1 kernels): to_sparse on xdal is refused with "
+              "PyTorch's NotImplementedError, nothing is computed")
 XDAL_EXPECTED_FAILURES: dict[tuple[str, str, torch.dtype | None], str] = {
-    ("test_output_strides", "nn.functional.pad.replicate_negative", None): _REPLICATION_PAD_LAYOUT,
-    ("test_output_strides", "nn.functional.pad.replicate", None): _REPLICATION_PAD_LAYOUT,
+    ("test_compare_cpu", "to_sparse", None): _NO_SPARSE,
+    ("test_noncontiguous_samples", "to_sparse", None): _NO_SPARSE,
+    ("test_output_strides", "to_sparse", None): _NO_SPARSE,
+    ("test_backward_compare_cpu", "to_sparse", None): _NO_SPARSE,
+    ("test_compare_cpu", "nn.functional.linear_cross_entropy.chunked_none", torch.bfloat16):
+        "one bfloat16 logit one unit in the last place from the CPU's (xdal's GEMM sums its float32 products in "
+        "another order) becomes 0.003 in a loss of 0.02 through the log-sum-exp's cancellation; PyTorch allows "
+        "this operator atol 4e-3, rtol 2e-2 in bfloat16 on other devices",
 }
 
 
 def _xdal_expected_failure(test, op, dtype):
     return XDAL_EXPECTED_FAILURES.get((test, op.full_name, dtype)) or XDAL_EXPECTED_FAILURES.get(
         (test, op.full_name, None))
+
+
+def _pytorch_skip(op, test, device_type, dtype):
+    """The reason PyTorch's own TestCommon skips `test` for this operator
+    and dtype (its OpInfo says so: results of empty_like are not
+    comparable, say), or None. Only TestCommon's checks of the same name."""
+    if test not in ("test_compare_cpu", "test_noncontiguous_samples", "test_out"):
+        return None
+    for info in op.decorators:
+        if not isinstance(info, DecorateInfo) or not info.is_active("TestCommon", test, device_type, dtype, {}):
+            continue
+        for decorator in info.decorators:
+            marked = decorator(lambda: None)
+            if getattr(marked, "__unittest_skip__", False):
+                return getattr(marked, "__unittest_skip_why__", "") or "skipped"
+    return None
 
 
 def _seed():
@@ -191,6 +209,10 @@ class TestOpInfo(TestCase):
     def _against_cpu(self, device, test, op, dtype, check_sample, requires_grad=False):
         """Runs check_sample(device, sample) -> whether the sample applied, on
         every sample; skips when none applied."""
+
+        skip = _pytorch_skip(op, test, torch.device(device).type, dtype)
+        if skip is not None:
+            raise unittest.SkipTest(f"PyTorch's TestCommon skips this: {skip}")
 
         def check(dev):
             return sum(1 for s in _samples(op, dtype, dev, requires_grad) if check_sample(dev, s))

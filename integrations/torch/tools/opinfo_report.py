@@ -37,6 +37,8 @@ def outcome(case):
                 return "cpu_fails"
             if "expected failure on xdal" in text:
                 return "expected_failure"
+            if "PyTorch's TestCommon skips this" in text:
+                return "pytorch_skips"
             return "skipped"
     return "passed"
 
@@ -75,15 +77,17 @@ def main() -> int:
         if result == "failed":
             failures.append(f"{device}: {name}")
     print(f"{'check':28s} {'CPU passed':>11s} {'xdal passed':>12s} {'not asked':>10s} {'xfail':>6s} "
-          f"{'xdal failed':>12s} {'CPU failed':>11s}")
+          f"{'xdal failed':>12s} {'CPU failed':>11s} {'PyTorch skips':>14s}")
     total = collections.Counter()
     for check in sorted({c for c, _ in counts}):
         cpu, dev = counts[(check, "cpu")], counts[(check, "xdal")]
-        row = (cpu["passed"], dev["passed"], dev["cpu_fails"], dev["expected_failure"], dev["failed"], cpu["failed"])
-        total.update(dict(zip(("cpu", "xdal", "not_asked", "xfail", "xdal_failed", "cpu_failed"), row)))
-        print(f"{check:28s} {row[0]:11d} {row[1]:12d} {row[2]:10d} {row[3]:6d} {row[4]:12d} {row[5]:11d}")
+        row = (cpu["passed"], dev["passed"], dev["cpu_fails"], dev["expected_failure"], dev["failed"], cpu["failed"],
+               dev["pytorch_skips"])
+        total.update(dict(zip(("cpu", "xdal", "not_asked", "xfail", "xdal_failed", "cpu_failed", "pytorch_skips"),
+                              row)))
+        print(f"{check:28s} {row[0]:11d} {row[1]:12d} {row[2]:10d} {row[3]:6d} {row[4]:12d} {row[5]:11d} {row[6]:14d}")
     print(f"{'all':28s} {total['cpu']:11d} {total['xdal']:12d} {total['not_asked']:10d} {total['xfail']:6d} "
-          f"{total['xdal_failed']:12d} {total['cpu_failed']:11d}")
+          f"{total['xdal_failed']:12d} {total['cpu_failed']:11d} {total['pytorch_skips']:14d}")
     for f in failures:
         print("FAILED", f)
     return 0
