@@ -58,7 +58,6 @@ _NO_SPARSE = ("xdal has no sparse layouts (no SparsePrivateUse1 kernels): to_spa
               "PyTorch's NotImplementedError, nothing is computed")
 XDAL_EXPECTED_FAILURES: dict[tuple[str, str, torch.dtype | None], str] = {
     ("test_compare_cpu", "to_sparse", None): _NO_SPARSE,
-    ("test_noncontiguous_samples", "to_sparse", None): _NO_SPARSE,
     ("test_output_strides", "to_sparse", None): _NO_SPARSE,
     ("test_backward_compare_cpu", "to_sparse", None): _NO_SPARSE,
     ("test_compare_cpu", "nn.functional.linear_cross_entropy.chunked_none", torch.bfloat16):
