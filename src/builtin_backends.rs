@@ -27,6 +27,12 @@ pub static BUILTIN_BACKENDS: &[BuiltinBackend] = &[
         runs_on: "devices simulated on the CPU",
         getter: xdal_fake::xdal_fake_backend_get_v1,
     },
+    #[cfg(feature = "opencl")]
+    BuiltinBackend {
+        name: "opencl",
+        runs_on: "OpenCL devices with shared virtual memory (PoCL in CI)",
+        getter: xdal_opencl::xdal_opencl_backend_get_v1,
+    },
 ];
 
 /// The backend used when nothing else is chosen or linked in; none in a

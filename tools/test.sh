@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test of xdal, on a fresh machine too: installs what is missing
-# (cmake, pkg-config, abigail-tools and a C/C++ compiler from Debian's
+# (cmake, pkg-config, abigail-tools, a C/C++ compiler and PoCL from Debian's
 # packages; crates come through cargo, cbindgen pinned in Cargo.lock; PyTorch
 # pinned, into .venv), then formatting, lints, the Rust tests, the CMake build
 # with the C/C++ conformance, package, example and ABI tests (ctest), the
@@ -15,6 +15,10 @@ command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v cc >/dev/null || missing+=(gcc)
 command -v c++ >/dev/null || missing+=(g++)
 command -v abidiff >/dev/null || missing+=(abigail-tools)  # abidw/abidiff for the ABI check (ctest -L abi)
+# The OpenCL backend's conformance run: an ICD loader and PoCL (OpenCL 3.0
+# with SVM on the CPU).
+ldconfig -p 2>/dev/null | grep -q 'libOpenCL\.so\.1 ' || missing+=(ocl-icd-libopencl1)
+[ -e /etc/OpenCL/vendors/pocl.icd ] || missing+=(pocl-opencl-icd)
 if ((${#missing[@]})); then
   echo "== installing ${missing[*]}"
   sudo_cmd=()
@@ -45,6 +49,10 @@ ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 
 echo "== xdal-info"
 cargo run --release --locked -q -p xdal-info
+
+echo "== xdal-info on the OpenCL backend (PoCL)"
+# PoCL's kernel cache inside the build tree, not the home directory.
+XDAL_BACKEND=opencl POCL_CACHE_DIR="$PWD/$build_dir/pocl-cache" cargo run --release --locked -q -p xdal-info
 
 echo "== PyTorch integration (torch_xdal, pytest under XDAL_FAKE_PROTECT=1)"
 XDAL_BUILD_DIR="$build_dir" bash tools/test-torch.sh

@@ -1,0 +1,113 @@
+//! Device memory: SVM allocations of the one context, so a device pointer
+//! is a plain address valid on every device, and copies and fills through
+//! the SVM commands (which take SVM and host pointers alike).
+use crate::error::{failure, ClCall, ClResult};
+use crate::stream::Stream;
+use cl3::memory::CL_MEM_READ_WRITE;
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+/// xdal's promise for device pointers, whatever less the runtime gives.
+pub(crate) const ALIGNMENT: usize = 256;
+
+/// The alignment clSVMAlloc gives without asking (that of the largest
+/// data type; PoCL refuses to be asked for more): 128 bytes as OpenCL's
+/// `long16` is the largest type, and where an allocation comes back less
+/// aligned than `ALIGNMENT` it is padded and the pointer moved up.
+const RUNTIME_ALIGNMENT: usize = 128;
+
+/// Device pointers that are not the runtime's own base (moved up to
+/// `ALIGNMENT`), and their base, for clSVMFree.
+static MOVED: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
+
+pub(crate) fn alloc(device: usize, size: usize) -> ClResult<*mut c_void> {
+    let cl = crate::opencl();
+    let props = &cl.device(device).properties;
+    let padded = size.checked_add(ALIGNMENT - RUNTIME_ALIGNMENT);
+    // SAFETY: the context is live; the flags are valid; alignment 0 asks
+    // for the runtime's own.
+    let base =
+        padded.and_then(|padded| unsafe { cl3::memory::svm_alloc(cl.context.0, CL_MEM_READ_WRITE, padded, 0) }.ok());
+    // clSVMAlloc says no by returning NULL, out of memory or not.
+    let base = base.ok_or_else(|| {
+        failure!(
+            XDAL_ERROR_OUT_OF_MEMORY,
+            "clSVMAlloc gave no memory for {size} bytes on device {device} ({}: {} bytes in all, at most {} in one \
+             allocation)",
+            props.name,
+            props.global_memory,
+            props.max_allocation
+        )
+    })?;
+    let aligned = (base as usize).next_multiple_of(ALIGNMENT);
+    if aligned != base as usize {
+        MOVED.lock().unwrap_or_else(|p| p.into_inner()).insert(aligned, base as usize);
+    }
+    Ok(aligned as *mut c_void)
+}
+
+pub(crate) fn free(ptr: *mut c_void) -> ClResult<()> {
+    let base = MOVED.lock().unwrap_or_else(|p| p.into_inner()).remove(&(ptr as usize)).unwrap_or(ptr as usize);
+    // SAFETY: the front passes a live allocation's pointer, whose base this
+    // is, after the device's pending work.
+    unsafe { cl3::memory::svm_free(crate::opencl().context.0, base as *mut c_void) }.cl("clSVMFree")
+}
+
+/// A synchronous copy on device 0's own queue (any queue of the context
+/// reaches every SVM allocation); the front has ordered it after the
+/// current device's default stream.
+pub(crate) fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> ClResult<()> {
+    let queue = crate::opencl().device(0).queue;
+    // SAFETY: the front checked both ranges; the copy blocks until done.
+    let event = unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 1, dst, src, bytes, 0, std::ptr::null()) }
+        .cl("clEnqueueSVMMemcpy")?;
+    crate::event::release(event);
+    Ok(())
+}
+
+pub(crate) fn copy_async(dst: *mut c_void, src: *const c_void, bytes: usize, stream: &Stream) -> ClResult<()> {
+    stream.enqueue("clEnqueueSVMMemcpy", |queue| {
+        // SAFETY: the front checked both ranges; the caller keeps them
+        // valid until the copy has run, as for any asynchronous copy.
+        unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 0, dst, src, bytes, 0, std::ptr::null()) }
+    })
+}
+
+pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> ClResult<()> {
+    let queue = crate::opencl().device(0).queue;
+    // SAFETY: the front checked the range; the pattern is one byte.
+    let event = unsafe {
+        cl3::command_queue::enqueue_svm_mem_fill(
+            queue,
+            dst,
+            (&value as *const u8).cast(),
+            1,
+            bytes,
+            0,
+            std::ptr::null(),
+        )
+    }
+    .cl("clEnqueueSVMMemFill")?;
+    let done = cl3::event::wait_for_events(&[event]).cl("clWaitForEvents");
+    crate::event::release(event);
+    done
+}
+
+pub(crate) fn set_async(dst: *mut c_void, value: u8, bytes: usize, stream: &Stream) -> ClResult<()> {
+    stream.enqueue("clEnqueueSVMMemFill", |queue| {
+        // SAFETY: the front checked the range; OpenCL copies the pattern
+        // at enqueue time.
+        unsafe {
+            cl3::command_queue::enqueue_svm_mem_fill(
+                queue,
+                dst,
+                (&value as *const u8).cast(),
+                1,
+                bytes,
+                0,
+                std::ptr::null(),
+            )
+        }
+    })
+}

@@ -1,0 +1,156 @@
+//! Streams: one in-order OpenCL command queue each. Host functions run in
+//! stream order on a thread of the stream's own (never inside an OpenCL
+//! callback, where the runtime forbids blocking calls): a marker says when
+//! the work before is done, and a user event holds the work after until
+//! the function has returned.
+use crate::device::Queue;
+use crate::error::{failure, ClCall, ClResult, Failure};
+use crate::event::ClEvent;
+use cl3::types::{cl_command_queue, cl_event};
+use std::ffi::c_void;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use xdal_abi::xdal_host_fn_t;
+
+struct HostCall {
+    after: Arc<ClEvent>,
+    gate: ClEvent,
+    func: xdal_host_fn_t,
+    user_data: usize,
+}
+
+pub(crate) struct Stream {
+    pub device: usize,
+    queue: Arc<Queue>,
+    /// The last command enqueued: in order, its completion is the stream's.
+    last: Mutex<Option<Arc<ClEvent>>>,
+    /// The first failure seen, returned by every later query (sticky, as a
+    /// device error is on CUDA).
+    error: Mutex<Option<Failure>>,
+    host: Mutex<Option<mpsc::Sender<HostCall>>>,
+}
+
+// SAFETY: OpenCL queues are thread-safe by the specification; the rest is
+// behind mutexes.
+unsafe impl Send for Stream {}
+// SAFETY: as above.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    /// A new stream on `device`, known to the device for its synchronization.
+    pub fn create(device: usize) -> ClResult<Arc<Stream>> {
+        let cl = crate::opencl();
+        let dev = cl.device(device);
+        dev.prune_retired();
+        let queue = Arc::new(Queue(crate::device::create_queue(cl.context.0, dev.id)?));
+        let stream =
+            Arc::new(Stream { device, queue, last: Mutex::new(None), error: Mutex::new(None), host: Mutex::new(None) });
+        dev.streams.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&stream));
+        Ok(stream)
+    }
+
+    /// Enqueues one command (`command` returns its event), which becomes
+    /// the stream's last, and flushes so that it starts.
+    pub fn enqueue(&self, what: &str, command: impl FnOnce(cl_command_queue) -> Result<cl_event, i32>) -> ClResult<()> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let event = command(self.queue.0).cl(what)?;
+        *last = Some(Arc::new(ClEvent(event)));
+        cl3::command_queue::flush(self.queue.0).cl("clFlush")
+    }
+
+    /// A marker after all work enqueued so far.
+    pub fn mark(&self) -> ClResult<Arc<ClEvent>> {
+        self.enqueue("clEnqueueMarkerWithWaitList", |queue| {
+            // SAFETY: the queue is live; an empty wait list.
+            unsafe { cl3::command_queue::enqueue_marker_with_wait_list(queue, 0, std::ptr::null()) }
+        })?;
+        Ok(self.last().expect("a marker was just enqueued"))
+    }
+
+    fn last(&self) -> Option<Arc<ClEvent>> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn sticky(&self, result: ClResult<()>) -> ClResult<()> {
+        let mut error = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(failure) = error.as_ref() {
+            return Err(failure.clone());
+        }
+        if let Err(failure) = &result {
+            if failure.status != xdal_abi::xdal_status::XDAL_ERROR_NOT_READY {
+                *error = Some(failure.clone());
+            }
+        }
+        result
+    }
+
+    pub fn query(&self) -> ClResult<()> {
+        let state = self.last().map_or(Ok(()), |e| e.done("xdal_stream_query"));
+        self.sticky(state)
+    }
+
+    pub fn synchronize(&self) -> ClResult<()> {
+        let finished = cl3::command_queue::finish(self.queue.0).cl("clFinish");
+        let state = finished.and_then(|()| self.last().map_or(Ok(()), |e| e.wait("xdal_stream_synchronize")));
+        self.sticky(state)
+    }
+
+    /// Runs `func(user_data)` once the work enqueued so far is done; work
+    /// enqueued later waits for it to return.
+    pub fn launch_host_func(&self, func: xdal_host_fn_t, user_data: *mut c_void) -> ClResult<()> {
+        let cl = crate::opencl();
+        let after = self.mark()?;
+        let gate = ClEvent(cl3::event::create_user_event(cl.context.0).cl("clCreateUserEvent")?);
+        let gate_event = gate.0;
+        let mut host = self.host.lock().unwrap_or_else(|p| p.into_inner());
+        if host.is_none() {
+            let (sender, receiver) = mpsc::channel::<HostCall>();
+            std::thread::Builder::new()
+                .name(format!("xdal-opencl-host-{}", self.device))
+                .spawn(move || run_host_calls(receiver))
+                .map_err(|e| failure!(XDAL_ERROR_OUT_OF_MEMORY, "no thread for host functions: {e}"))?;
+            *host = Some(sender);
+        }
+        self.enqueue("clEnqueueBarrierWithWaitList", |queue| {
+            // SAFETY: the queue is live; the wait list holds one live user event.
+            unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, 1, &gate_event) }
+        })?;
+        let call = HostCall { after, gate, func, user_data: user_data as usize };
+        host.as_ref()
+            .expect("started above")
+            .send(call)
+            .map_err(|_| failure!(XDAL_ERROR_INTERNAL, "the stream's host-function thread has stopped"))
+    }
+}
+
+/// The host-function thread of one stream: each function after its
+/// marker, in order; then the work behind it is let go.
+fn run_host_calls(calls: mpsc::Receiver<HostCall>) {
+    for call in calls {
+        // A failed marker still lets the function run: the stream's error
+        // is reported by its queries, as on CUDA.
+        let _ = cl3::event::wait_for_events(&[call.after.0]);
+        if let Some(func) = call.func {
+            // SAFETY: the caller gave a function and its argument to be
+            // called once, in stream order.
+            unsafe { func(call.user_data as *mut c_void) };
+        }
+        let _ = cl3::event::set_user_event_status(call.gate.0, cl3::event::CL_COMPLETE);
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // Pending work still completes; the device keeps the queue, and the
+        // last command, until a device synchronization has waited for it
+        // or it is done.
+        let _ = cl3::command_queue::flush(self.queue.0);
+        let last = self.last();
+        crate::opencl()
+            .device(self.device)
+            .retired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((self.queue.clone(), last));
+    }
+}

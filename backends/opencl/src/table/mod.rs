@@ -1,0 +1,101 @@
+//! The OpenCL backend's table and getter: the only way in. Entries left
+//! NULL take the front's fallbacks (stream priorities, statistics, pinned
+//! memory) or are `XDAL_ERROR_NOT_SUPPORTED` (kernels, for now).
+mod device;
+mod event;
+mod memory;
+mod stream;
+
+use crate::error::last_message;
+use crate::stream::Stream;
+use std::ffi::{c_char, CStr};
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+use xdal_abi::*;
+
+static NAME: &CStr = c"opencl";
+
+static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
+    struct_size: std::mem::size_of::<xdal_backend_v1_t>(),
+    abi_major: XDAL_ABI_VERSION_MAJOR,
+    abi_minor: XDAL_ABI_VERSION_MINOR,
+    name: NAME.as_ptr(),
+    device_get_count: Some(device::get_count),
+    device_get_properties: Some(device::get_properties),
+    device_synchronize: Some(device::synchronize),
+    device_get_stream_priority_range: None,
+    device_can_access_peer: Some(device::can_access_peer),
+    mem_get_info: None,
+    mem_alloc: Some(memory::malloc),
+    mem_free: Some(memory::free),
+    mem_alloc_host: None,
+    mem_free_host: None,
+    mem_alloc_async: None,
+    mem_free_async: None,
+    mem_copy: Some(memory::memcpy),
+    mem_copy_async: Some(memory::memcpy_async),
+    mem_copy_peer: Some(memory::memcpy_peer),
+    mem_set: Some(memory::memset),
+    mem_set_async: Some(memory::memset_async),
+    mem_get_stats: None,
+    mem_reset_peak_stats: None,
+    mem_empty_cache: None,
+    stream_create: Some(stream::create),
+    stream_destroy: Some(stream::destroy),
+    stream_query: Some(stream::query),
+    stream_synchronize: Some(stream::synchronize),
+    stream_wait_event: Some(stream::wait_event),
+    launch_host_func: Some(stream::launch_host_func),
+    event_create: Some(event::create),
+    event_destroy: Some(event::destroy),
+    event_record: Some(event::record),
+    event_query: Some(event::query),
+    event_synchronize: Some(event::synchronize),
+    event_elapsed_time: Some(event::elapsed_time),
+    address_get_device: None,
+    last_error_message: Some(last_error_message),
+    module_load: None,
+    module_load_data: None,
+    module_get_builtin: None,
+    module_unload: None,
+    module_get_function: None,
+    function_from_host: None,
+    function_release: None,
+    launch_kernel: None,
+};
+
+/// The OpenCL backend's table getter, with the signature every plugin's
+/// `xdal_backend_get_v1` has. The runtime is opened at the first
+/// `device_get_count`, which reports what is missing.
+///
+/// # Safety
+/// `table` must be NULL or point to writable storage for one pointer.
+pub unsafe extern "C" fn xdal_opencl_backend_get_v1(
+    front_abi_major: u32,
+    _front_abi_minor: u32,
+    table: *mut *const xdal_backend_v1_t,
+) -> xdal_status_raw {
+    if table.is_null() {
+        return xdal_status::XDAL_ERROR_NULL_POINTER as xdal_status_raw;
+    }
+    if front_abi_major != XDAL_ABI_VERSION_MAJOR {
+        return xdal_status::XDAL_ERROR_VERSION_MISMATCH as xdal_status_raw;
+    }
+    // SAFETY: checked non-NULL above; the caller provides the storage.
+    unsafe { *table = &TABLE };
+    xdal_status::XDAL_SUCCESS as xdal_status_raw
+}
+
+unsafe extern "C" fn last_error_message() -> *const c_char {
+    last_message()
+}
+
+/// Borrows the stream behind a native handle made by `stream::create`.
+///
+/// # Safety
+/// `handle` must be a live handle from `stream::create` (the front checks).
+unsafe fn stream_ref(handle: xdal_backend_stream_t) -> ManuallyDrop<Arc<Stream>> {
+    // SAFETY: the handle is an `Arc::into_raw` the front keeps alive for the
+    // duration of the call; ManuallyDrop leaves its count untouched.
+    ManuallyDrop::new(unsafe { Arc::from_raw(handle as *const Stream) })
+}
