@@ -439,7 +439,7 @@ impl Stream {
     /// Runs Rust work, turning a panic into XDAL_ERROR_INTERNAL.
     fn catching(work: impl FnOnce() -> Result<(), Failure>) -> Result<(), Failure> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|p| {
-            Err(crate::error::failure!(XDAL_ERROR_INTERNAL, "stream work panicked: {}", panic_text(&p)))
+            Err(crate::error::failure!(XDAL_ERROR_INTERNAL, "stream work panicked: {}", panic_text(p.as_ref())))
         })
     }
 

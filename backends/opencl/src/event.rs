@@ -16,7 +16,8 @@ unsafe impl Sync for ClEvent {}
 
 impl Drop for ClEvent {
     fn drop(&mut self) {
-        release(self.0);
+        // SAFETY: this object owned one reference; it gives it up here.
+        let _ = unsafe { cl3::event::release_event(self.0) };
     }
 }
 
@@ -49,12 +50,6 @@ impl ClEvent {
             Err(_) => self.done(what).and(Err(failure!(XDAL_ERROR_LAUNCH_FAILED, "{what}: a command failed"))),
         }
     }
-}
-
-/// Releases a reference to an OpenCL event.
-pub(crate) fn release(event: cl_event) {
-    // SAFETY: the caller owned one reference; it gives it up here.
-    let _ = unsafe { cl3::event::release_event(event) };
 }
 
 pub(crate) struct Event {

@@ -2,8 +2,10 @@
 //! is a plain address valid on every device, and copies and fills through
 //! the SVM commands (which take SVM and host pointers alike).
 use crate::error::{failure, ClCall, ClResult};
+use crate::event::ClEvent;
 use crate::stream::Stream;
 use cl3::memory::CL_MEM_READ_WRITE;
+use cl3::types::{cl_command_queue, cl_event};
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
@@ -60,9 +62,9 @@ pub(crate) fn free(ptr: *mut c_void) -> ClResult<()> {
 pub(crate) fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> ClResult<()> {
     let queue = crate::opencl().device(0).queue;
     // SAFETY: the front checked both ranges; the copy blocks until done.
-    let event = unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 1, dst, src, bytes, 0, std::ptr::null()) }
+    let copied = unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 1, dst, src, bytes, 0, std::ptr::null()) }
         .cl("clEnqueueSVMMemcpy")?;
-    crate::event::release(event);
+    drop(ClEvent(copied));
     Ok(())
 }
 
@@ -74,10 +76,15 @@ pub(crate) fn copy_async(dst: *mut c_void, src: *const c_void, bytes: usize, str
     })
 }
 
-pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> ClResult<()> {
-    let queue = crate::opencl().device(0).queue;
-    // SAFETY: the front checked the range; the pattern is one byte.
-    let event = unsafe {
+/// Enqueues a fill of `bytes` bytes at `dst` with `value` on `queue`.
+///
+/// # Safety
+/// `[dst, dst + bytes)` must be SVM memory of the context (the front checks
+/// ranges) and stay allocated until the fill has run.
+unsafe fn enqueue_fill(queue: cl_command_queue, dst: *mut c_void, value: u8, bytes: usize) -> Result<cl_event, i32> {
+    // SAFETY: per the contract above; OpenCL copies the one-byte pattern at
+    // enqueue time.
+    unsafe {
         cl3::command_queue::enqueue_svm_mem_fill(
             queue,
             dst,
@@ -88,26 +95,17 @@ pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> ClResult<()> {
             std::ptr::null(),
         )
     }
-    .cl("clEnqueueSVMMemFill")?;
-    let done = cl3::event::wait_for_events(&[event]).cl("clWaitForEvents");
-    crate::event::release(event);
-    done
+}
+
+pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> ClResult<()> {
+    let queue = crate::opencl().device(0).queue;
+    // SAFETY: the front checked the range; the call waits for the fill.
+    let fill = ClEvent(unsafe { enqueue_fill(queue, dst, value, bytes) }.cl("clEnqueueSVMMemFill")?);
+    fill.wait("xdal_memset")
 }
 
 pub(crate) fn set_async(dst: *mut c_void, value: u8, bytes: usize, stream: &Stream) -> ClResult<()> {
-    stream.enqueue("clEnqueueSVMMemFill", |queue| {
-        // SAFETY: the front checked the range; OpenCL copies the pattern
-        // at enqueue time.
-        unsafe {
-            cl3::command_queue::enqueue_svm_mem_fill(
-                queue,
-                dst,
-                (&value as *const u8).cast(),
-                1,
-                bytes,
-                0,
-                std::ptr::null(),
-            )
-        }
-    })
+    // SAFETY: the front checked the range; the memory stays allocated until
+    // the stream's work is done (xdal_free waits for it).
+    stream.enqueue("clEnqueueSVMMemFill", |queue| unsafe { enqueue_fill(queue, dst, value, bytes) })
 }

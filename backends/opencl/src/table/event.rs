@@ -19,7 +19,7 @@ pub(super) unsafe extern "C" fn create(_device: c_int, flags: u32, out: *mut xda
     entry(|| {
         let event = Arc::new(Event::new(flags & XDAL_EVENT_DISABLE_TIMING == 0));
         // SAFETY: the front passes a valid output pointer.
-        unsafe { out.write(Arc::into_raw(event) as xdal_backend_event_t) };
+        unsafe { out.write(xdal_backend_support::arc_into_handle(event)) };
         Ok(())
     })
 }
@@ -28,7 +28,7 @@ pub(super) unsafe extern "C" fn destroy(event: xdal_backend_event_t) -> xdal_sta
     entry(|| {
         // SAFETY: the front gives up its reference exactly once; a pending
         // marker stays alive in the runtime.
-        drop(unsafe { Arc::from_raw(event as *const Event) });
+        drop(unsafe { xdal_backend_support::arc_from_handle::<Event, _>(event) });
         Ok(())
     })
 }

@@ -75,15 +75,8 @@ pub unsafe extern "C" fn xdal_opencl_backend_get_v1(
     _front_abi_minor: u32,
     table: *mut *const xdal_backend_v1_t,
 ) -> xdal_status_raw {
-    if table.is_null() {
-        return xdal_status::XDAL_ERROR_NULL_POINTER as xdal_status_raw;
-    }
-    if front_abi_major != XDAL_ABI_VERSION_MAJOR {
-        return xdal_status::XDAL_ERROR_VERSION_MISMATCH as xdal_status_raw;
-    }
-    // SAFETY: checked non-NULL above; the caller provides the storage.
-    unsafe { *table = &TABLE };
-    xdal_status::XDAL_SUCCESS as xdal_status_raw
+    // SAFETY: the caller's contract is hand_out_table's.
+    unsafe { xdal_backend_support::hand_out_table(front_abi_major, table, &TABLE) }
 }
 
 unsafe extern "C" fn last_error_message() -> *const c_char {
@@ -95,7 +88,7 @@ unsafe extern "C" fn last_error_message() -> *const c_char {
 /// # Safety
 /// `handle` must be a live handle from `stream::create` (the front checks).
 unsafe fn stream_ref(handle: xdal_backend_stream_t) -> ManuallyDrop<Arc<Stream>> {
-    // SAFETY: the handle is an `Arc::into_raw` the front keeps alive for the
-    // duration of the call; ManuallyDrop leaves its count untouched.
-    ManuallyDrop::new(unsafe { Arc::from_raw(handle as *const Stream) })
+    // SAFETY: per the contract above; the front keeps the handle alive for
+    // the duration of the call.
+    unsafe { xdal_backend_support::arc_ref(handle) }
 }

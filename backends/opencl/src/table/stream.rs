@@ -4,7 +4,6 @@ use crate::error::entry;
 use crate::event::Event;
 use crate::stream::Stream;
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
 use xdal_abi::*;
 
 pub(super) unsafe extern "C" fn create(
@@ -16,7 +15,7 @@ pub(super) unsafe extern "C" fn create(
     entry(|| {
         let stream = Stream::create(device as usize)?;
         // SAFETY: the front passes a valid output pointer.
-        unsafe { out.write(Arc::into_raw(stream) as xdal_backend_stream_t) };
+        unsafe { out.write(xdal_backend_support::arc_into_handle(stream)) };
         Ok(())
     })
 }
@@ -24,7 +23,7 @@ pub(super) unsafe extern "C" fn create(
 pub(super) unsafe extern "C" fn destroy(stream: xdal_backend_stream_t) -> xdal_status_raw {
     entry(|| {
         // SAFETY: the front gives up its reference exactly once.
-        drop(unsafe { Arc::from_raw(stream as *const Stream) });
+        drop(unsafe { xdal_backend_support::arc_from_handle::<Stream, _>(stream) });
         Ok(())
     })
 }

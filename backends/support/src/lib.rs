@@ -1,0 +1,15 @@
+//! What every built-in backend's table needs alike, written once: a
+//! failure (a status and a message) and the per-thread message the front
+//! fetches through `last_error_message`; the panic boundary each entry runs
+//! in; the checks of the table getter; native handles that are `Arc`s
+//! turned raw. A backend crate keeps only what is its own.
+mod error;
+mod getter;
+mod handle;
+
+pub use error::{entry, last_message, panic_text, BackendResult, Failure};
+pub use getter::hand_out_table;
+pub use handle::{arc_from_handle, arc_into_handle, arc_ref};
+
+#[doc(hidden)]
+pub use xdal_abi as __abi;
