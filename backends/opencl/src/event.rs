@@ -84,10 +84,12 @@ impl Event {
     pub fn make_wait(&self, stream: &Stream) -> ClResult<()> {
         match self.marker() {
             None => Ok(()),
-            Some(m) => stream.enqueue("clEnqueueBarrierWithWaitList", |queue| {
-                // SAFETY: the queue is live; the wait list holds one live event.
-                unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, 1, &m.0) }
-            }),
+            Some(m) => stream
+                .enqueue("clEnqueueBarrierWithWaitList", |queue| {
+                    // SAFETY: the queue is live; the wait list holds one live event.
+                    unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, 1, &m.0) }
+                })
+                .map(drop),
         }
     }
 

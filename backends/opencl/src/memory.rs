@@ -69,11 +69,13 @@ pub(crate) fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> ClResu
 }
 
 pub(crate) fn copy_async(dst: *mut c_void, src: *const c_void, bytes: usize, stream: &Stream) -> ClResult<()> {
-    stream.enqueue("clEnqueueSVMMemcpy", |queue| {
-        // SAFETY: the front checked both ranges; the caller keeps them
-        // valid until the copy has run, as for any asynchronous copy.
-        unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 0, dst, src, bytes, 0, std::ptr::null()) }
-    })
+    stream
+        .enqueue("clEnqueueSVMMemcpy", |queue| {
+            // SAFETY: the front checked both ranges; the caller keeps them
+            // valid until the copy has run, as for any asynchronous copy.
+            unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 0, dst, src, bytes, 0, std::ptr::null()) }
+        })
+        .map(drop)
 }
 
 /// Enqueues a fill of `bytes` bytes at `dst` with `value` on `queue`.
@@ -107,5 +109,5 @@ pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> ClResult<()> {
 pub(crate) fn set_async(dst: *mut c_void, value: u8, bytes: usize, stream: &Stream) -> ClResult<()> {
     // SAFETY: the front checked the range; the memory stays allocated until
     // the stream's work is done (xdal_free waits for it).
-    stream.enqueue("clEnqueueSVMMemFill", |queue| unsafe { enqueue_fill(queue, dst, value, bytes) })
+    stream.enqueue("clEnqueueSVMMemFill", |queue| unsafe { enqueue_fill(queue, dst, value, bytes) }).map(drop)
 }

@@ -50,12 +50,18 @@ impl Stream {
     }
 
     /// Enqueues one command (`command` returns its event), which becomes
-    /// the stream's last, and flushes so that it starts.
-    pub fn enqueue(&self, what: &str, command: impl FnOnce(cl_command_queue) -> Result<cl_event, i32>) -> ClResult<()> {
+    /// the stream's last, and flushes so that it starts. Returns the
+    /// command's event.
+    pub fn enqueue(
+        &self,
+        what: &str,
+        command: impl FnOnce(cl_command_queue) -> Result<cl_event, i32>,
+    ) -> ClResult<Arc<ClEvent>> {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        let event = command(self.queue.0).cl(what)?;
-        *last = Some(Arc::new(ClEvent(event)));
-        cl3::command_queue::flush(self.queue.0).cl("clFlush")
+        let event = Arc::new(ClEvent(command(self.queue.0).cl(what)?));
+        *last = Some(event.clone());
+        cl3::command_queue::flush(self.queue.0).cl("clFlush")?;
+        Ok(event)
     }
 
     /// A marker after all work enqueued so far.
@@ -63,8 +69,7 @@ impl Stream {
         self.enqueue("clEnqueueMarkerWithWaitList", |queue| {
             // SAFETY: the queue is live; an empty wait list.
             unsafe { cl3::command_queue::enqueue_marker_with_wait_list(queue, 0, std::ptr::null()) }
-        })?;
-        Ok(self.last().expect("a marker was just enqueued"))
+        })
     }
 
     fn last(&self) -> Option<Arc<ClEvent>> {

@@ -117,27 +117,31 @@ bool writes_shared_memory(const c10::OperatorHandle& op, const torch::jit::Stack
 
 // One xdal storage copied to the host: the bytes [lo, hi) its operands span.
 struct HostMirror {
+  c10::Storage storage;
+  int64_t lo = 0, hi = 0;
+  bool written = false;
   Tensor device_bytes;
   Tensor host_bytes;
-  int64_t lo = 0;
-  bool written = false;
+};
+
+// A written xdal operand, its CPU twin, and the twin's layout before the
+// kernel ran (a kernel that resizes an out= changes it).
+struct WrittenOperand {
+  Tensor device;
+  Tensor host;
+  std::vector<int64_t> sizes, strides;
+  int64_t offset;
 };
 
 void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t base,
                          c10::Device device) {
   const auto& args = op.schema().arguments();
   const size_t n = args.size();
-  std::unordered_map<const c10::StorageImpl*, HostMirror> mirrors;
-  std::vector<bool> written(n, false);
-  for (size_t i = 0; i < n; ++i) written[i] = args[i].alias_info() && args[i].alias_info()->isWrite();
+  auto is_written = [&](size_t i) { return args[i].alias_info() && args[i].alias_info()->isWrite(); };
 
   // The byte range each storage's operands span; the low end aligned to 16
   // bytes so that every operand's offset stays a whole number of elements.
-  struct Span {
-    c10::Storage storage;
-    int64_t lo, hi;
-  };
-  std::unordered_map<const c10::StorageImpl*, Span> spans;
+  std::unordered_map<const c10::StorageImpl*, HostMirror> mirrors;
   for (size_t i = 0; i < n; ++i)
     for_each_tensor((*stack)[base + i], [&](const Tensor& t) {
       if (!t.defined() || !is_xdal(t)) return;
@@ -148,71 +152,61 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
         for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
         hi = lo + (last + 1) * item;
       }
-      auto [it, fresh] = spans.try_emplace(t.storage().unsafeGetStorageImpl(), Span{t.storage(), lo, hi});
+      auto [it, fresh] = mirrors.try_emplace(t.storage().unsafeGetStorageImpl(), HostMirror{t.storage(), lo, hi});
+      HostMirror& m = it->second;
       if (!fresh) {
-        it->second.lo = std::min(it->second.lo, lo);
-        it->second.hi = std::max(it->second.hi, hi);
+        m.lo = std::min(m.lo, lo);
+        m.hi = std::max(m.hi, hi);
       }
-      if (written[i]) mirrors[t.storage().unsafeGetStorageImpl()].written = true;
+      m.written = m.written || is_written(i);
     });
-  for (auto& [impl, span] : spans) {
-    HostMirror& m = mirrors[impl];
-    m.lo = span.lo - span.lo % 16;
+  for (auto& [impl, m] : mirrors) {
+    m.lo -= m.lo % 16;
     m.device_bytes = at::empty({0}, at::TensorOptions().dtype(at::kByte).device(device));
-    m.device_bytes.set_(span.storage, m.lo, {span.hi - m.lo}, {1});
+    m.device_bytes.set_(m.storage, m.lo, {m.hi - m.lo}, {1});
     m.host_bytes = m.device_bytes.cpu();
   }
 
   // Each xdal operand as a CPU tensor over its storage's mirror.
-  auto on_host = [&](const Tensor& t) -> Tensor {
+  std::vector<WrittenOperand> written;
+  auto on_host = [&](const Tensor& t, bool write) -> Tensor {
     if (!t.defined() || !is_xdal(t)) return t;
     const HostMirror& m = mirrors.at(t.storage().unsafeGetStorageImpl());
     const int64_t item = static_cast<int64_t>(t.element_size());
     Tensor h = at::empty({0}, t.options().device(at::kCPU));
     h.set_(m.host_bytes.storage(), (t.storage_offset() * item - m.lo) / item, t.sizes(), t.strides());
+    if (write) written.push_back({t, h, h.sizes().vec(), h.strides().vec(), h.storage_offset()});
     return h;
   };
   std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
-  std::vector<std::vector<Tensor>> host_written(n);
   for (size_t i = 0; i < n; ++i) {
     c10::IValue& v = (*stack)[base + i];
+    const bool write = is_written(i);
     if (v.isTensor()) {
-      v = on_host(v.toTensor());
+      v = on_host(v.toTensor(), write);
     } else if (v.isTensorList()) {
       c10::List<Tensor> list;
-      for (const Tensor& t : v.toTensorList().vec()) list.push_back(on_host(t));
+      for (const Tensor& t : v.toTensorList().vec()) list.push_back(on_host(t, write));
       v = list;
     } else if (v.isOptionalTensorList()) {
       c10::List<std::optional<Tensor>> list;
-      for (const auto& t : v.toOptionalTensorList().vec()) list.push_back(t ? std::optional(on_host(*t)) : t);
+      for (const auto& t : v.toOptionalTensorList().vec()) list.push_back(t ? std::optional(on_host(*t, write)) : t);
       v = list;
     }
-    if (written[i]) for_each_tensor(v, [&](const Tensor& t) { host_written[i].push_back(t); });
   }
-  std::vector<std::vector<std::tuple<std::vector<int64_t>, std::vector<int64_t>, int64_t>>> layouts(n);
-  for (size_t i = 0; i < n; ++i)
-    for (const Tensor& t : host_written[i])
-      layouts[i].emplace_back(t.sizes().vec(), t.strides().vec(), t.defined() ? t.storage_offset() : 0);
 
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
 
-  // The bytes back, then an out= the kernel resized: it takes the CPU's
-  // result whole (as the fallback's copies do).
+  // The bytes back, then an out= the kernel resized or moved: it takes the
+  // CPU's result whole (as the fallback's copies do).
   for (auto& [impl, m] : mirrors)
     if (m.written && m.host_bytes.numel() > 0) m.device_bytes.copy_(m.host_bytes);
-  for (size_t i = 0; i < n; ++i) {
-    if (!written[i]) continue;
-    std::vector<Tensor> device_written;
-    for_each_tensor(originals[i], [&](const Tensor& t) { device_written.push_back(t); });
-    for (size_t k = 0; k < host_written[i].size() && k < device_written.size(); ++k) {
-      const Tensor& h = host_written[i][k];
-      if (!h.defined() || !is_xdal(device_written[k])) continue;
-      const auto& [sizes, strides, offset] = layouts[i][k];
-      const bool moved = !h.storage().is_alias_of(mirrors.at(device_written[k].storage().unsafeGetStorageImpl())
-                                                      .host_bytes.storage());
-      if (moved || !h.sizes().equals(sizes) || !h.strides().equals(strides) || h.storage_offset() != offset)
-        at::_copy_from_and_resize(h, device_written[k]);
-    }
+  for (const WrittenOperand& w : written) {
+    const HostMirror& m = mirrors.at(w.device.storage().unsafeGetStorageImpl());
+    const bool moved = !w.host.storage().is_alias_of(m.host_bytes.storage());
+    if (moved || !w.host.sizes().equals(w.sizes) || !w.host.strides().equals(w.strides) ||
+        w.host.storage_offset() != w.offset)
+      at::_copy_from_and_resize(w.host, w.device);
   }
 
   // Results: an alias of a written argument is that argument; the others
