@@ -152,7 +152,7 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
         for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
         hi = lo + (last + 1) * item;
       }
-      auto [it, fresh] = mirrors.try_emplace(t.storage().unsafeGetStorageImpl(), HostMirror{t.storage(), lo, hi});
+      auto [it, fresh] = mirrors.try_emplace(t.storage().unsafeGetStorageImpl(), HostMirror{t.storage(), lo, hi, false, Tensor(), Tensor()});
       HostMirror& m = it->second;
       if (!fresh) {
         m.lo = std::min(m.lo, lo);
