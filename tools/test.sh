@@ -28,6 +28,9 @@ if ((${#missing[@]})); then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
+# The OpenCL runtime's kernel cache inside the build tree, not the home
+# directory, for every step below.
+export POCL_CACHE_DIR="$PWD/target/pocl-cache"
 
 echo "== cargo fmt --check"
 cargo fmt --all --check
@@ -51,8 +54,7 @@ echo "== xdal-info"
 cargo run --release --locked -q -p xdal-info
 
 echo "== xdal-info on the OpenCL backend (PoCL)"
-# PoCL's kernel cache inside the build tree, not the home directory.
-XDAL_BACKEND=opencl POCL_CACHE_DIR="$PWD/$build_dir/pocl-cache" cargo run --release --locked -q -p xdal-info
+XDAL_BACKEND=opencl cargo run --release --locked -q -p xdal-info
 
 echo "== PyTorch integration (torch_xdal, pytest under XDAL_FAKE_PROTECT=1)"
 XDAL_BUILD_DIR="$build_dir" bash tools/test-torch.sh

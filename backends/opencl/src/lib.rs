@@ -7,11 +7,14 @@
 //! the backend reports `XDAL_ERROR_BACKEND_UNAVAILABLE` saying what is
 //! missing. Device pointers are SVM pointers, so users may offset them as
 //! any xdal device pointer; every stream is an in-order command queue.
+mod builtin;
 mod config;
 mod device;
 mod error;
 mod event;
 mod memory;
+mod module;
+mod program;
 mod stream;
 mod table;
 

@@ -6,9 +6,10 @@ use crate::event::ClEvent;
 use crate::stream::Stream;
 use cl3::memory::CL_MEM_READ_WRITE;
 use cl3::types::{cl_command_queue, cl_event};
+use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// xdal's promise for device pointers, whatever less the runtime gives.
 pub(crate) const ALIGNMENT: usize = 256;
@@ -24,15 +25,8 @@ const RUNTIME_ALIGNMENT: usize = 128;
 static MOVED: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
 
 pub(crate) fn alloc(device: usize, size: usize) -> ClResult<*mut c_void> {
-    let cl = crate::opencl();
-    let props = &cl.device(device).properties;
-    let padded = size.checked_add(ALIGNMENT - RUNTIME_ALIGNMENT);
-    // SAFETY: the context is live; the flags are valid; alignment 0 asks
-    // for the runtime's own.
-    let base =
-        padded.and_then(|padded| unsafe { cl3::memory::svm_alloc(cl.context.0, CL_MEM_READ_WRITE, padded, 0) }.ok());
-    // clSVMAlloc says no by returning NULL, out of memory or not.
-    let base = base.ok_or_else(|| {
+    let props = &crate::opencl().device(device).properties;
+    svm_alloc(CL_MEM_READ_WRITE, size, ALIGNMENT).ok_or_else(|| {
         failure!(
             XDAL_ERROR_OUT_OF_MEMORY,
             "clSVMAlloc gave no memory for {size} bytes on device {device} ({}: {} bytes in all, at most {} in one \
@@ -41,12 +35,71 @@ pub(crate) fn alloc(device: usize, size: usize) -> ClResult<*mut c_void> {
             props.global_memory,
             props.max_allocation
         )
-    })?;
-    let aligned = (base as usize).next_multiple_of(ALIGNMENT);
+    })
+}
+
+/// An SVM allocation of `size` bytes with `flags`, aligned to `alignment`
+/// (a power of two of at least `RUNTIME_ALIGNMENT`); None when the runtime
+/// gives none (clSVMAlloc says no by returning NULL, out of memory or not).
+fn svm_alloc(flags: u64, size: usize, alignment: usize) -> Option<*mut c_void> {
+    let padded = size.checked_add(alignment - RUNTIME_ALIGNMENT)?;
+    // SAFETY: the context is live; the flags are valid; alignment 0 asks
+    // for the runtime's own.
+    let base = unsafe { cl3::memory::svm_alloc(crate::opencl().context.0, flags, padded, 0) }.ok()?;
+    let aligned = (base as usize).next_multiple_of(alignment);
     if aligned != base as usize {
         MOVED.lock().unwrap_or_else(|p| p.into_inner()).insert(aligned, base as usize);
     }
-    Ok(aligned as *mut c_void)
+    Some(aligned as *mut c_void)
+}
+
+/// Whether every device shares fine-grain SVM with the host: memory both
+/// the host and the devices' kernels reach without mapping.
+fn fine_grain() -> bool {
+    static FINE: OnceLock<bool> = OnceLock::new();
+    *FINE.get_or_init(|| {
+        crate::opencl().devices.iter().all(|d| {
+            cl3::device::get_device_info(d.id, cl3::device::CL_DEVICE_SVM_CAPABILITIES)
+                .map(|caps| u64::from(caps) & cl3::device::CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0)
+                .unwrap_or(false)
+        })
+    })
+}
+
+/// Host allocations made without the runtime (no fine-grain SVM), with
+/// their layouts for freeing.
+static HOST_HEAP: Mutex<BTreeMap<usize, Layout>> = Mutex::new(BTreeMap::new());
+
+/// Host memory's alignment: a page, as the front's own host memory has.
+const HOST_ALIGNMENT: usize = 4096;
+
+/// Pinned host memory: fine-grain SVM, which the runtime keeps resident
+/// and which kernels may read and write too (CUDA's mapped pinned memory).
+/// Where the devices lack fine-grain SVM, page-aligned memory of the
+/// process's heap (the SVM copy commands take any host pointer).
+pub(crate) fn alloc_host(size: usize) -> ClResult<*mut c_void> {
+    let refused = || failure!(XDAL_ERROR_OUT_OF_MEMORY, "no pinned host memory for {size} bytes");
+    if fine_grain() {
+        let flags = CL_MEM_READ_WRITE | cl3::memory::CL_MEM_SVM_FINE_GRAIN_BUFFER;
+        return svm_alloc(flags, size, HOST_ALIGNMENT).ok_or_else(refused);
+    }
+    let layout = Layout::from_size_align(size.max(1), HOST_ALIGNMENT).map_err(|_| refused())?;
+    // SAFETY: the layout's size is not zero.
+    let ptr = unsafe { std::alloc::alloc(layout) };
+    if ptr.is_null() {
+        return Err(refused());
+    }
+    HOST_HEAP.lock().unwrap_or_else(|p| p.into_inner()).insert(ptr as usize, layout);
+    Ok(ptr.cast())
+}
+
+pub(crate) fn free_host(ptr: *mut c_void) -> ClResult<()> {
+    match HOST_HEAP.lock().unwrap_or_else(|p| p.into_inner()).remove(&(ptr as usize)) {
+        // SAFETY: allocated by `alloc_host` with this layout, freed once.
+        Some(layout) => unsafe { std::alloc::dealloc(ptr.cast(), layout) },
+        None => free(ptr)?,
+    }
+    Ok(())
 }
 
 pub(crate) fn free(ptr: *mut c_void) -> ClResult<()> {

@@ -89,6 +89,13 @@ impl Stream {
         result
     }
 
+    /// Makes `failure` the stream's error, unless it has one: what a kernel
+    /// refuses is reported at the next synchronization and every one after.
+    pub fn fail(&self, failure: Failure) {
+        let mut error = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        error.get_or_insert(failure);
+    }
+
     pub fn query(&self) -> ClResult<()> {
         let state = self.last().map_or(Ok(()), |e| e.done("xdal_stream_query"));
         self.sticky(state)

@@ -31,8 +31,7 @@ pub(super) unsafe extern "C" fn get_properties(device: c_int, props: *mut xdal_d
             max_grid_dim: [i32::MAX as u32, 65535, 65535],
             shared_mem_per_block: p.local_memory,
             warp_size: 1,
-            // No built-in kernels yet.
-            dtype_mask: 0,
+            dtype_mask: crate::builtin::dtype_mask(),
             is_simulated: 0,
         };
         for (dst, src) in value.name.iter_mut().take(255).zip(p.name.bytes()) {

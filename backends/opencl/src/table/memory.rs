@@ -18,6 +18,19 @@ pub(super) unsafe extern "C" fn free(_device: c_int, ptr: *mut c_void) -> xdal_s
     entry(|| memory::free(ptr))
 }
 
+pub(super) unsafe extern "C" fn malloc_host(size: usize, ptr: *mut *mut c_void) -> xdal_status_raw {
+    entry(|| {
+        let p = memory::alloc_host(size)?;
+        // SAFETY: the front passes a valid output pointer.
+        unsafe { ptr.write(p) };
+        Ok(())
+    })
+}
+
+pub(super) unsafe extern "C" fn free_host(ptr: *mut c_void) -> xdal_status_raw {
+    entry(|| memory::free_host(ptr))
+}
+
 pub(super) unsafe extern "C" fn memcpy(
     dst: *mut c_void,
     src: *const c_void,

@@ -1,8 +1,9 @@
 //! The OpenCL backend's table and getter: the only way in. Entries left
-//! NULL take the front's fallbacks (stream priorities, statistics, pinned
-//! memory) or are `XDAL_ERROR_NOT_SUPPORTED` (kernels, for now).
+//! NULL take the front's fallbacks (stream priorities, statistics,
+//! stream-ordered allocation) or are `XDAL_ERROR_NOT_SUPPORTED`.
 mod device;
 mod event;
+mod kernel;
 mod memory;
 mod stream;
 
@@ -28,8 +29,8 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     mem_get_info: None,
     mem_alloc: Some(memory::malloc),
     mem_free: Some(memory::free),
-    mem_alloc_host: None,
-    mem_free_host: None,
+    mem_alloc_host: Some(memory::malloc_host),
+    mem_free_host: Some(memory::free_host),
     mem_alloc_async: None,
     mem_free_async: None,
     mem_copy: Some(memory::memcpy),
@@ -54,14 +55,14 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     event_elapsed_time: Some(event::elapsed_time),
     address_get_device: None,
     last_error_message: Some(last_error_message),
-    module_load: None,
-    module_load_data: None,
-    module_get_builtin: None,
-    module_unload: None,
-    module_get_function: None,
-    function_from_host: None,
-    function_release: None,
-    launch_kernel: None,
+    module_load: Some(kernel::module_load),
+    module_load_data: Some(kernel::module_load_data),
+    module_get_builtin: Some(kernel::module_get_builtin),
+    module_unload: Some(kernel::module_unload),
+    module_get_function: Some(kernel::module_get_function),
+    function_from_host: Some(kernel::function_from_host),
+    function_release: Some(kernel::function_release),
+    launch_kernel: Some(kernel::launch_kernel),
 };
 
 /// The OpenCL backend's table getter, with the signature every plugin's

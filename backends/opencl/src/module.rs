@@ -1,0 +1,337 @@
+//! Modules and functions: OpenCL programs and their kernels.
+//!
+//! A module is a program built from OpenCL C source or loaded from a
+//! program binary (`xdal_module_load` reads a file, `_load_data` takes the
+//! bytes; text is compiled, anything else is taken as a binary), or the
+//! built-in module, whose programs (builtin.rs) are built the first time
+//! one of their kernels is asked for and kept for the process. A function
+//! is one `cl_kernel`; its arguments are state of the kernel object, so a
+//! launch sets them and enqueues under the function's lock.
+use crate::builtin::{self, ArgKind, ArgValues, Builtin};
+use crate::error::{failure, ClCall, ClResult, Failure};
+use crate::program::{self, Program};
+use crate::stream::Stream;
+use cl3::kernel::{
+    CL_KERNEL_ARG_ADDRESS_GLOBAL, CL_KERNEL_ARG_ADDRESS_LOCAL, CL_KERNEL_ARG_ADDRESS_QUALIFIER, CL_KERNEL_NUM_ARGS,
+};
+use cl3::types::cl_kernel;
+use std::ffi::{c_void, CStr, CString};
+use std::sync::{Arc, Mutex, OnceLock};
+use xdal_abi::{xdal_dim3_t, xdal_kernel_arg_t};
+
+pub(crate) enum ClModule {
+    Builtin,
+    Program(Arc<Program>),
+}
+
+/// How a user kernel's parameter is given.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Param {
+    /// `__global` or `__constant` pointer: an 8-byte SVM address.
+    Pointer,
+    /// `__local` pointer: not passed by the caller; it receives the
+    /// launch's `shared_mem_bytes` (CUDA's dynamic shared memory).
+    Local,
+    /// Anything else, by value.
+    Value,
+}
+
+enum Signature {
+    Builtin(&'static Builtin),
+    User(Vec<Param>),
+}
+
+/// A kernel object; holds one reference.
+struct Kernel(cl_kernel);
+
+// SAFETY: a cl_kernel may be used from any thread; setting arguments and
+// enqueuing are serialised by the function's mutex.
+unsafe impl Send for Kernel {}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        // SAFETY: this object owned one reference; launches already
+        // enqueued hold the runtime's own.
+        let _ = unsafe { cl3::kernel::release_kernel(self.0) };
+    }
+}
+
+pub(crate) struct ClFunction {
+    name: String,
+    signature: Signature,
+    kernel: Mutex<Kernel>,
+    /// The program outlives its kernels.
+    _program: Arc<Program>,
+}
+
+/// A built-in program once its build has been tried.
+type Built = OnceLock<Result<Arc<Program>, Failure>>;
+
+/// The built-in programs, each built on first use.
+fn builtin_program(index: usize) -> ClResult<Arc<Program>> {
+    static PROGRAMS: OnceLock<Vec<Built>> = OnceLock::new();
+    let programs = PROGRAMS.get_or_init(|| (0..builtin::program_count()).map(|_| OnceLock::new()).collect());
+    programs[index]
+        .get_or_init(|| {
+            let what = format!("built-in program {index}");
+            program::from_source(&builtin::program_source(index), &what).map(Arc::new)
+        })
+        .clone()
+}
+
+/// An image is OpenCL C when it is text; NUL bytes at its end are allowed
+/// (a C string's terminator).
+fn as_source(image: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(image).ok()?.trim_end_matches('\0');
+    (!text.contains('\0')).then_some(text)
+}
+
+impl ClModule {
+    pub fn load(path: &CStr) -> ClResult<ClModule> {
+        let shown = path.to_string_lossy();
+        let bytes = std::fs::read(&*shown).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => failure!(XDAL_ERROR_NOT_FOUND, "module file {shown:?} does not exist"),
+            _ => failure!(XDAL_ERROR_INVALID_VALUE, "module file {shown:?} cannot be read: {e}"),
+        })?;
+        Self::from_image(&bytes, &format!("module {shown:?}"))
+    }
+
+    pub fn load_data(image: &[u8]) -> ClResult<ClModule> {
+        Self::from_image(image, "the module image")
+    }
+
+    fn from_image(image: &[u8], what: &str) -> ClResult<ClModule> {
+        if image.is_empty() {
+            return Err(failure!(XDAL_ERROR_INVALID_VALUE, "{what} is empty"));
+        }
+        let program = match as_source(image) {
+            Some(source) => program::from_source(source, what)?,
+            None => program::from_binary(image, what)?,
+        };
+        Ok(ClModule::Program(Arc::new(program)))
+    }
+
+    pub fn function(&self, name: &CStr) -> ClResult<ClFunction> {
+        let shown = name.to_string_lossy();
+        let (program, builtin) = match self {
+            ClModule::Builtin => {
+                let b = name
+                    .to_str()
+                    .ok()
+                    .and_then(builtin::find)
+                    .ok_or_else(|| failure!(XDAL_ERROR_NOT_FOUND, "no built-in kernel is called {shown:?}"))?;
+                (builtin_program(b.program)?, Some(b))
+            }
+            ClModule::Program(program) => (program.clone(), None),
+        };
+        let kernel_name = match builtin {
+            Some(b) => CString::new(b.kernel.as_str()).expect("no NUL in kernel names"),
+            None => name.to_owned(),
+        };
+        let kernel = Kernel(cl3::kernel::create_kernel(program.0, &kernel_name).map_err(|code| {
+            if code == cl3::error_codes::CL_INVALID_KERNEL_NAME {
+                failure!(XDAL_ERROR_NOT_FOUND, "the module has no kernel called {shown:?}")
+            } else {
+                crate::error::cl_failure("clCreateKernel", code)
+            }
+        })?);
+        let signature = match builtin {
+            Some(b) => {
+                // A cast's route never changes: set once, after the
+                // arguments each launch sets.
+                if let Some(route) = b.route {
+                    set_arg(&kernel, b.args.len() as u32, false, &route.to_ne_bytes(), &shown)?;
+                }
+                Signature::Builtin(b)
+            }
+            None => Signature::User(params(&kernel, &shown)?),
+        };
+        Ok(ClFunction { name: shown.into_owned(), signature, kernel: Mutex::new(kernel), _program: program })
+    }
+}
+
+/// The parameters of a user kernel, from the argument information every
+/// program is built with.
+fn params(kernel: &Kernel, name: &str) -> ClResult<Vec<Param>> {
+    let count: u32 = cl3::kernel::get_kernel_info(kernel.0, CL_KERNEL_NUM_ARGS).cl("clGetKernelInfo")?.into();
+    (0..count)
+        .map(|i| {
+            let qualifier: u32 = cl3::kernel::get_kernel_arg_info(kernel.0, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER)
+                .map_err(|code| {
+                    failure!(
+                        XDAL_ERROR_NOT_SUPPORTED,
+                        "kernel {name:?}: the program carries no argument information (OpenCL error {code}), so \
+                         its SVM pointers cannot be told from values; load it from source or from a binary built \
+                         with -cl-kernel-arg-info"
+                    )
+                })?
+                .into();
+            Ok(match qualifier {
+                CL_KERNEL_ARG_ADDRESS_GLOBAL | cl3::kernel::CL_KERNEL_ARG_ADDRESS_CONSTANT => Param::Pointer,
+                CL_KERNEL_ARG_ADDRESS_LOCAL => Param::Local,
+                _ => Param::Value,
+            })
+        })
+        .collect()
+}
+
+/// The bytes of each argument.
+///
+/// # Safety
+/// Each `value` is readable for `size` bytes (the front checked non-NULL).
+unsafe fn arg_bytes(args: &[xdal_kernel_arg_t]) -> Vec<&[u8]> {
+    // SAFETY: per the contract.
+    args.iter().map(|a| unsafe { std::slice::from_raw_parts(a.value as *const u8, a.size) }).collect()
+}
+
+impl ClFunction {
+    /// Enqueues a launch on `stream`.
+    ///
+    /// # Safety
+    /// As `arg_bytes`.
+    pub unsafe fn launch(
+        &self,
+        stream: &Stream,
+        grid: xdal_dim3_t,
+        block: xdal_dim3_t,
+        shared_mem_bytes: usize,
+        args: &[xdal_kernel_arg_t],
+    ) -> ClResult<()> {
+        // SAFETY: per the contract.
+        let values = unsafe { arg_bytes(args) };
+        match &self.signature {
+            Signature::Builtin(b) => self.launch_builtin(b, stream, &values),
+            Signature::User(params) => self.launch_user(params, stream, grid, block, shared_mem_bytes, &values),
+        }
+    }
+
+    fn launch_builtin(&self, b: &Builtin, stream: &Stream, values: &[&[u8]]) -> ClResult<()> {
+        if !values.iter().map(|v| v.len()).eq(b.args.iter().map(|a| a.1)) {
+            let expected: Vec<usize> = b.args.iter().map(|a| a.1).collect();
+            let given: Vec<usize> = values.iter().map(|v| v.len()).collect();
+            return Err(failure!(
+                XDAL_ERROR_INVALID_VALUE,
+                "{} takes {} argument(s) of {expected:?} bytes; the launch gave {} of {given:?}",
+                self.name,
+                expected.len(),
+                given.len()
+            ));
+        }
+        let plan = match b.plan(&ArgValues(values)) {
+            Ok(plan) => plan,
+            // What the fake kernel refuses fails the launch, reported by
+            // the stream as a kernel's failure is.
+            Err(message) => {
+                stream.fail(failure!(XDAL_ERROR_LAUNCH_FAILED, "{message}"));
+                return Ok(());
+            }
+        };
+        if plan.work_items == 0 {
+            return Ok(());
+        }
+        let kernel = self.kernel.lock().unwrap_or_else(|p| p.into_inner());
+        for (i, (value, (kind, _))) in values.iter().zip(&b.args).enumerate() {
+            set_arg(&kernel, i as u32, *kind == ArgKind::Pointer, value, &self.name)?;
+        }
+        enqueue(&kernel, stream, &[plan.work_items], None)
+    }
+
+    fn launch_user(
+        &self,
+        params: &[Param],
+        stream: &Stream,
+        grid: xdal_dim3_t,
+        block: xdal_dim3_t,
+        shared_mem_bytes: usize,
+        values: &[&[u8]],
+    ) -> ClResult<()> {
+        let passed = params.iter().filter(|p| **p != Param::Local).count();
+        if values.len() != passed {
+            return Err(failure!(
+                XDAL_ERROR_INVALID_VALUE,
+                "{} takes {passed} argument(s) (its __local parameters receive shared_mem_bytes); the launch gave {}",
+                self.name,
+                values.len()
+            ));
+        }
+        if params.iter().filter(|p| **p == Param::Local).count() > 1 {
+            return Err(failure!(
+                XDAL_ERROR_NOT_SUPPORTED,
+                "{} has more than one __local parameter; a launch gives one block of shared memory",
+                self.name
+            ));
+        }
+        let global = [grid.x, grid.y, grid.z].into_iter().zip([block.x, block.y, block.z]).map(|(g, b)| {
+            (g as usize)
+                .checked_mul(b as usize)
+                .ok_or_else(|| failure!(XDAL_ERROR_INVALID_VALUE, "{}: grid times block overflows", self.name))
+        });
+        let global = global.collect::<ClResult<Vec<usize>>>()?;
+        let local = [block.x as usize, block.y as usize, block.z as usize];
+        let kernel = self.kernel.lock().unwrap_or_else(|p| p.into_inner());
+        let mut next = values.iter();
+        for (i, param) in params.iter().enumerate() {
+            let index = i as u32;
+            if *param == Param::Local {
+                // SAFETY: a __local parameter takes a size and no value.
+                unsafe { cl3::kernel::set_kernel_arg(kernel.0, index, shared_mem_bytes.max(1), std::ptr::null()) }
+                    .map_err(|code| arg_failure(&self.name, i, code))?;
+                continue;
+            }
+            let value = next.next().expect("counted above");
+            if *param == Param::Pointer && value.len() != 8 {
+                return Err(failure!(
+                    XDAL_ERROR_INVALID_VALUE,
+                    "{}: argument {i} is a pointer (8 bytes); the launch gave {} bytes",
+                    self.name,
+                    value.len()
+                ));
+            }
+            set_arg(&kernel, index, *param == Param::Pointer, value, &self.name)?;
+        }
+        enqueue(&kernel, stream, &global, Some(&local))
+    }
+}
+
+fn arg_failure(name: &str, index: usize, code: i32) -> Failure {
+    failure!(
+        XDAL_ERROR_INVALID_VALUE,
+        "{name}: argument {index} refused by the runtime (OpenCL error {code}, {}); for a value, is its size the \
+         parameter's?",
+        cl3::error_codes::error_text(code)
+    )
+}
+
+fn set_arg(kernel: &Kernel, index: u32, pointer: bool, value: &[u8], name: &str) -> ClResult<()> {
+    let result = if pointer {
+        let address = usize::from_ne_bytes(value.try_into().expect("an 8-byte pointer"));
+        // SAFETY: a live kernel; the parameter is a global pointer, set to an
+        // SVM address (NULL too, which OpenCL allows).
+        unsafe { cl3::kernel::set_kernel_arg_svm_pointer(kernel.0, index, address as *const c_void) }
+    } else {
+        // SAFETY: a live kernel; `value` holds the bytes the runtime copies.
+        unsafe { cl3::kernel::set_kernel_arg(kernel.0, index, value.len(), value.as_ptr() as *const c_void) }
+    };
+    result.map_err(|code| arg_failure(name, index as usize, code))
+}
+
+fn enqueue(kernel: &Kernel, stream: &Stream, global: &[usize], local: Option<&[usize; 3]>) -> ClResult<()> {
+    let local = local.map_or(std::ptr::null(), |l| l.as_ptr());
+    stream.enqueue("clEnqueueNDRangeKernel", |queue| {
+        // SAFETY: live queue and kernel with every argument set; the sizes
+        // arrays hold `global.len()` entries.
+        unsafe {
+            cl3::command_queue::enqueue_nd_range_kernel(
+                queue,
+                kernel.0,
+                global.len() as u32,
+                std::ptr::null(),
+                global.as_ptr(),
+                local,
+                0,
+                std::ptr::null(),
+            )
+        }
+    })?;
+    Ok(())
+}
