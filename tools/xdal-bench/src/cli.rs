@@ -3,7 +3,7 @@ use clap::Parser;
 use std::path::PathBuf;
 
 /// The groups of measurements, in the order they run and are reported.
-pub const GROUPS: [&str; 7] = ["alloc", "copy", "enqueue", "roundtrip", "scaling", "kernels", "dispatch"];
+pub const GROUPS: [&str; 8] = ["alloc", "copy", "enqueue", "roundtrip", "scaling", "kernels", "dispatch", "opencl"];
 
 /// Measures xdal's hot paths through the C ABI, each beside a reference
 /// measured in the same run, and prints medians (with min and max) over

@@ -13,6 +13,7 @@ mod dispatch;
 mod gate;
 mod kernels;
 mod machine;
+mod opencl;
 mod report;
 mod scaling;
 mod stats;
@@ -60,6 +61,7 @@ fn run(cli: &Cli, timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
             "scaling" => scaling::run(timing, rows, idle_memory.take()),
             "kernels" => kernels::run(timing, rows),
             "dispatch" => dispatch::run(timing, rows),
+            "opencl" => opencl::run(timing, rows),
             _ => Err(format!("unknown group {name}")),
         };
         outcome.map_err(|e| format!("{name}: {e}"))?;

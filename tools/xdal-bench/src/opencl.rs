@@ -1,0 +1,282 @@
+//! The OpenCL backend beside direct OpenCL (run with `XDAL_BACKEND=opencl`;
+//! the group says so and measures nothing on another backend): the same
+//! operation through xdal's C ABI and through the OpenCL API called
+//! directly, in its own context on the platform's first SVM device, in the
+//! same run. Kernel launches and fills are ns per enqueue (a batch is
+//! enqueued, then waited for once, on both sides); copies are GB/s of
+//! blocking copies. Run with `XDAL_OPENCL_DEVICES=1`, so that xdal's device
+//! 0 is the whole device, as the direct side's is.
+//!
+//! Also the program build, cold (a source neither the OpenCL runtime nor
+//! xdal has seen) and warm (the same source again: the compiler cache).
+use crate::api::{arg, check, DeviceMem, HostMem, Res, Stream, D2H, H2D, ONE};
+use crate::report::{Goal, Row, Unit};
+use crate::stats::{timed, Samples, Timing};
+use cl3::types::{cl_command_queue, cl_context, cl_device_id, cl_kernel, cl_program};
+use std::ffi::{c_void, CStr};
+use std::ptr::{null, null_mut};
+use std::time::Instant;
+use xdal::abi::{xdal_function_t, xdal_module_t};
+use xdal::*;
+
+const GROUP: &str = "OpenCL backend vs direct OpenCL";
+const DIRECT: &str = "direct OpenCL";
+const KERNEL: &str = "__kernel void touch(__global int *x, int v) { if (get_global_id(0) == 0) x[0] = v; }";
+
+fn cl<T>(result: Result<T, i32>, what: &str) -> Res<T> {
+    result.map_err(|code| format!("{what}: OpenCL error {code} ({})", cl3::error_codes::error_text(code)))
+}
+
+/// A context, queue, program and kernel of the OpenCL API's own.
+struct Direct {
+    context: cl_context,
+    queue: cl_command_queue,
+    program: cl_program,
+    kernel: cl_kernel,
+}
+
+impl Direct {
+    fn new() -> Res<Direct> {
+        let device = svm_device()?;
+        let context = cl(cl3::context::create_context(&[device], null(), None, null_mut()), "clCreateContext")?;
+        // SAFETY: a live context and one of its devices; no properties.
+        let queue = cl(
+            unsafe { cl3::command_queue::create_command_queue_with_properties(context, device, null()) },
+            "clCreateCommandQueueWithProperties",
+        )?;
+        let program = cl(cl3::program::create_program_with_source(context, &[KERNEL]), "clCreateProgramWithSource")?;
+        cl(cl3::program::build_program(program, &[device], c"", None, null_mut()), "clBuildProgram")?;
+        let kernel = cl(cl3::kernel::create_kernel(program, c"touch"), "clCreateKernel")?;
+        Ok(Direct { context, queue, program, kernel })
+    }
+
+    fn svm(&self, size: usize) -> Res<*mut c_void> {
+        // SAFETY: a live context; valid flags.
+        cl(unsafe { cl3::memory::svm_alloc(self.context, cl3::memory::CL_MEM_READ_WRITE, size, 0) }, "clSVMAlloc")
+    }
+
+    fn finish(&self) -> Res<()> {
+        cl(cl3::command_queue::finish(self.queue), "clFinish")
+    }
+}
+
+impl Drop for Direct {
+    fn drop(&mut self) {
+        // SAFETY: objects made in `new`, released once, the queue drained.
+        unsafe {
+            let _ = cl3::command_queue::finish(self.queue);
+            let _ = cl3::kernel::release_kernel(self.kernel);
+            let _ = cl3::program::release_program(self.program);
+            let _ = cl3::command_queue::release_command_queue(self.queue);
+            let _ = cl3::context::release_context(self.context);
+        }
+    }
+}
+
+/// The first device with coarse-grain SVM of the first platform having one,
+/// as the backend chooses.
+fn svm_device() -> Res<cl_device_id> {
+    for platform in cl(cl3::platform::get_platform_ids(), "clGetPlatformIDs")? {
+        let devices = cl3::device::get_device_ids(platform, cl3::device::CL_DEVICE_TYPE_ALL).unwrap_or_default();
+        for device in devices {
+            let caps: u64 = cl3::device::get_device_info(device, cl3::device::CL_DEVICE_SVM_CAPABILITIES)
+                .map(u64::from)
+                .unwrap_or(0);
+            if caps & cl3::device::CL_DEVICE_SVM_COARSE_GRAIN_BUFFER != 0 {
+                return Ok(device);
+            }
+        }
+    }
+    Err("no OpenCL device with SVM".into())
+}
+
+fn load(source: &str) -> Res<(xdal_module_t, xdal_function_t)> {
+    let (mut module, mut function) = (null_mut(), null_mut());
+    check(xdal_module_load_data(&mut module, source.as_ptr().cast(), source.len()), "xdal_module_load_data")?;
+    check(xdal_module_get_function(&mut function, module, c"touch".as_ptr()), "xdal_module_get_function")?;
+    Ok((module, function))
+}
+
+pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
+    // SAFETY: xdal_backend_name returns a static C string.
+    if unsafe { CStr::from_ptr(xdal_backend_name()) } != c"opencl" {
+        eprint!(" (skipped: XDAL_BACKEND is not opencl)");
+        return Ok(());
+    }
+    let direct = Direct::new()?;
+    launches(timing, rows, &direct)?;
+    fills(timing, rows, &direct)?;
+    copies(timing, rows, &direct)?;
+    builds(timing, rows)
+}
+
+fn launches(timing: &Timing, rows: &mut Vec<Row>, direct: &Direct) -> Res<()> {
+    let stream = Stream::new()?;
+    let (module, function) = load(KERNEL)?;
+    let mem = DeviceMem::new(256)?;
+    let target = direct.svm(256)?;
+    let value = 7i32;
+    let args = [arg(&mem.ptr), arg(&value)];
+    let (xdal, reference) = timing.measure_pair(
+        |n| {
+            timed(|| {
+                for _ in 0..n {
+                    let status = xdal_launch_kernel(function, ONE, ONE, 0, stream.0, args.as_ptr(), args.len());
+                    check(status, "xdal_launch_kernel")?;
+                }
+                stream.sync()
+            })
+        },
+        |n| {
+            timed(|| {
+                for _ in 0..n {
+                    // SAFETY: a live kernel; SVM memory of its context and an int.
+                    unsafe {
+                        cl(
+                            cl3::kernel::set_kernel_arg_svm_pointer(direct.kernel, 0, target),
+                            "clSetKernelArgSVMPointer",
+                        )?;
+                        let v = (&value as *const i32).cast();
+                        cl(cl3::kernel::set_kernel_arg(direct.kernel, 1, 4, v), "clSetKernelArg")?;
+                        let global = 1usize;
+                        let event = cl(
+                            cl3::command_queue::enqueue_nd_range_kernel(
+                                direct.queue,
+                                direct.kernel,
+                                1,
+                                null(),
+                                &global,
+                                null(),
+                                0,
+                                null(),
+                            ),
+                            "clEnqueueNDRangeKernel",
+                        )?;
+                        let _ = cl3::event::release_event(event);
+                    }
+                }
+                direct.finish()
+            })
+        },
+    )?;
+    rows.push(
+        Row::new(GROUP, "kernel launch (1 work item), batch then wait", Unit::NsPerOp, &xdal)
+            .vs(DIRECT, &reference)
+            .goal(Goal::RatioAtMost(1.05)),
+    );
+    check(xdal_module_unload(module), "xdal_module_unload")?;
+    // SAFETY: allocated above from this context; the queue is drained.
+    unsafe { cl3::memory::svm_free(direct.context, target) }.map_err(|c| format!("clSVMFree: {c}"))
+}
+
+fn fills(timing: &Timing, rows: &mut Vec<Row>, direct: &Direct) -> Res<()> {
+    let stream = Stream::new()?;
+    let mem = DeviceMem::new(64)?;
+    let target = direct.svm(64)?;
+    let (xdal, reference) = timing.measure_pair(
+        |n| {
+            timed(|| {
+                for _ in 0..n {
+                    check(xdal_memset_async(mem.ptr, 1, 64, stream.0), "xdal_memset_async")?;
+                }
+                stream.sync()
+            })
+        },
+        |n| {
+            timed(|| {
+                for _ in 0..n {
+                    let pattern = 1u8;
+                    // SAFETY: 64 bytes of SVM memory of the queue's context.
+                    let event = cl(
+                        unsafe {
+                            cl3::command_queue::enqueue_svm_mem_fill(
+                                direct.queue,
+                                target,
+                                (&pattern as *const u8).cast(),
+                                1,
+                                64,
+                                0,
+                                null(),
+                            )
+                        },
+                        "clEnqueueSVMMemFill",
+                    )?;
+                    // SAFETY: an event this loop owns.
+                    let _ = unsafe { cl3::event::release_event(event) };
+                }
+                direct.finish()
+            })
+        },
+    )?;
+    rows.push(
+        Row::new(GROUP, "memset_async 64 B, batch then wait", Unit::NsPerOp, &xdal)
+            .vs(DIRECT, &reference)
+            .goal(Goal::RatioAtMost(1.05)),
+    );
+    // SAFETY: allocated above from this context; the queue is drained.
+    unsafe { cl3::memory::svm_free(direct.context, target) }.map_err(|c| format!("clSVMFree: {c}"))
+}
+
+fn copies(timing: &Timing, rows: &mut Vec<Row>, direct: &Direct) -> Res<()> {
+    const SIZE: usize = 64 << 20;
+    let host = HostMem::new(SIZE, 0x33)?;
+    let mem = DeviceMem::touched(SIZE)?;
+    let target = direct.svm(SIZE)?;
+    for (name, kind) in [("H2D", H2D), ("D2H", D2H)] {
+        let (dst, src) = if kind == H2D { (mem.ptr, host.ptr()) } else { (host.ptr(), mem.ptr) };
+        let (direct_dst, direct_src) = if kind == H2D { (target, host.ptr()) } else { (host.ptr(), target) };
+        let (xdal, reference) = timing.measure_pair(
+            |n| timed(|| (0..n).try_for_each(|_| check(xdal_memcpy(dst, src, SIZE, kind), "xdal_memcpy"))),
+            |n| {
+                timed(|| {
+                    (0..n).try_for_each(|_| {
+                        // SAFETY: both ranges hold SIZE bytes; the copy blocks.
+                        let event = cl(
+                            unsafe {
+                                cl3::command_queue::enqueue_svm_mem_cpy(
+                                    direct.queue,
+                                    1,
+                                    direct_dst,
+                                    direct_src,
+                                    SIZE,
+                                    0,
+                                    null(),
+                                )
+                            },
+                            "clEnqueueSVMMemcpy",
+                        )?;
+                        // SAFETY: an event this loop owns.
+                        let _ = unsafe { cl3::event::release_event(event) };
+                        Ok(())
+                    })
+                })
+            },
+        )?;
+        rows.push(
+            Row::new(GROUP, format!("memcpy 64 MiB {name}"), Unit::GBps { bytes: SIZE as f64 }, &xdal)
+                .vs(DIRECT, &reference)
+                .goal(Goal::RatioAtLeast(0.95)),
+        );
+    }
+    // SAFETY: allocated above from this context; nothing is pending.
+    unsafe { cl3::memory::svm_free(direct.context, target) }.map_err(|c| format!("clSVMFree: {c}"))
+}
+
+/// Program builds: each cold one of a source made new by a comment, then
+/// the same source again in a new module (the runtime's compiler cache, and
+/// xdal's disk cache where `XDAL_OPENCL_CACHE_DIR` turns it on).
+fn builds(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
+    let (mut cold, mut warm) = (Vec::new(), Vec::new());
+    for rep in 0..timing.reps.min(5) {
+        let source = format!("// {} {rep} {:?}\n{KERNEL}", std::process::id(), Instant::now());
+        for times in [&mut cold, &mut warm] {
+            let started = Instant::now();
+            let (module, _function) = load(&source)?;
+            times.push(started.elapsed().as_secs_f64());
+            check(xdal_module_unload(module), "xdal_module_unload")?;
+        }
+    }
+    let (cold, warm) = (Samples { per_op: cold, ops: 1 }, Samples { per_op: warm, ops: 1 });
+    rows.push(Row::new(GROUP, "program build, warm (compiler cache)", Unit::NsPerOp, &warm).vs("cold build", &cold));
+    Ok(())
+}
