@@ -2,10 +2,12 @@
 //! failure (a status and a message) and the per-thread message the front
 //! fetches through `last_error_message`; the panic boundary each entry runs
 //! in; the checks of the table getter; native handles that are `Arc`s
-//! turned raw. A backend crate keeps only what is its own.
+//! turned raw; the strided built-ins' index space, so that every backend
+//! refuses the same shapes. A backend crate keeps only what is its own.
 mod error;
 mod getter;
 mod handle;
+pub mod strided;
 
 pub use error::{entry, last_message, panic_text, BackendResult, Failure};
 pub use getter::hand_out_table;

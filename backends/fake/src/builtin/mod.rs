@@ -18,7 +18,6 @@ mod axpby;
 mod cast;
 mod elementwise;
 mod grid;
-mod layout;
 mod matmul;
 mod memory;
 mod strided;
@@ -30,12 +29,12 @@ mod tests;
 use crate::dtype::{for_each_elem, trunc_differs, DType, Elem};
 use arith::{Add, Arith, BinOp, Mul};
 use cast::{Conversion, Nearest, Trunc};
-use layout::DIMS_BYTES;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 use xdal_abi::{xdal_kernel_context_t, xdal_status_raw};
+use xdal_backend_support::strided::DIMS_BYTES;
 
 /// The signature of every kernel (`xdal_host_kernel_t`, not optional).
 pub(crate) type Kernel = unsafe extern "C" fn(*const xdal_kernel_context_t, *const *mut c_void) -> xdal_status_raw;

@@ -24,11 +24,11 @@ use super::arith::Arith;
 use super::cast::{cast_share, quantum, Conversion};
 use super::elementwise::fill_share;
 use super::grid::{guard, line_quantum, Args, Block, KernelResult};
-use super::layout::{Walk, MAX_DIMS};
 use super::memory::Array;
 use crate::dtype::Elem;
 use std::ffi::c_void;
 use xdal_abi::{xdal_kernel_context_t, xdal_status, xdal_status_raw};
+use xdal_backend_support::strided::{Walk, MAX_DIMS};
 
 /// The `copy_strided_<t>`, `cast_strided_<s>_<d>` and
 /// `cast_strided_trunc_<s>_<d>` kernels (a copy is a cast to the same type).
@@ -36,6 +36,12 @@ use xdal_abi::{xdal_kernel_context_t, xdal_status, xdal_status_raw};
 /// # Safety
 /// A kernel: `ctx` and `args` as the launch path passes them, `src` and
 /// `dst` valid for every offset the sizes and strides reach.
+/// A shape `Walk` refuses is the kernel's invalid value (the fake's kernels
+/// carry no message).
+fn refused(_: String) -> xdal_status {
+    xdal_status::XDAL_ERROR_INVALID_VALUE
+}
+
 pub(crate) unsafe extern "C" fn cast_strided_kernel<S: Arith, D: Arith, C: Conversion>(
     ctx: *const xdal_kernel_context_t,
     args: *const *mut c_void,
@@ -70,7 +76,7 @@ unsafe fn cast_strided<S: Elem, D: Elem, C: Conversion>(
             Block::from_context(ctx)?,
             args.get::<*mut u8>(0)?,
             args.get::<*mut u8>(1)?,
-            Walk::new(args.get::<u64>(2)?, &sizes, [&src_strides, &dst_strides])?,
+            Walk::new(args.get::<u64>(2)?, &sizes, [&src_strides, &dst_strides]).map_err(refused)?,
         )
     };
     if walk.count() == 0 {
@@ -82,7 +88,7 @@ unsafe fn cast_strided<S: Elem, D: Elem, C: Conversion>(
     if walk.broadcasts(1) {
         return Err(xdal_status::XDAL_ERROR_INVALID_VALUE);
     }
-    let ((src_lo, src_hi), (dst_lo, dst_hi)) = (walk.span(0)?, walk.span(1)?);
+    let ((src_lo, src_hi), (dst_lo, dst_hi)) = (walk.span(0).map_err(refused)?, walk.span(1).map_err(refused)?);
     let (src_array, src_origin) = Array::<S>::spanning(src, src_lo, src_hi)?;
     let (dst_array, dst_origin) = Array::<D>::spanning(dst, dst_lo, dst_hi)?;
     let one_to_one = walk.is_one_to_one(1);
@@ -241,7 +247,7 @@ unsafe fn fill_strided<E: Elem>(ctx: *const xdal_kernel_context_t, args: *const 
         (
             Block::from_context(ctx)?,
             args.get::<*mut u8>(0)?,
-            Walk::new(args.get::<u64>(1)?, &sizes, [&strides])?,
+            Walk::new(args.get::<u64>(1)?, &sizes, [&strides]).map_err(refused)?,
             E::read_scalar(args.bytes(4)?).canonical(),
         )
     };
@@ -252,7 +258,7 @@ unsafe fn fill_strided<E: Elem>(ctx: *const xdal_kernel_context_t, args: *const 
     if walk.broadcasts(0) {
         return Err(xdal_status::XDAL_ERROR_INVALID_VALUE);
     }
-    let (lo, hi) = walk.span(0)?;
+    let (lo, hi) = walk.span(0).map_err(refused)?;
     let (array, origin) = Array::<E>::spanning(dst, lo, hi)?;
     let one_to_one = walk.is_one_to_one(0);
     let quantum = line_quantum(E::DTYPE);

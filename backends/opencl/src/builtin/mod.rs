@@ -17,12 +17,12 @@ mod dtype;
 mod kind;
 mod plan;
 mod source;
-mod walk;
 
 use dtype::DTYPES;
 use kind::{Kind, PER_PAIR_1_1, PER_TYPE_1_0, PER_TYPE_1_1};
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use xdal_backend_support::strided::MAX_DIMS;
 
 /// How a launch argument reaches the OpenCL kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +40,16 @@ impl ArgValues<'_> {
     /// Argument `i` read as a native-endian u64 (pointers and counts).
     pub fn u64(&self, i: usize) -> u64 {
         u64::from_ne_bytes(self.0[i][..8].try_into().expect("an 8-byte argument"))
+    }
+
+    /// Argument `i`, a `uint64_t sizes[16]`.
+    pub fn sizes(&self, i: usize) -> [u64; MAX_DIMS] {
+        std::array::from_fn(|k| u64::from_ne_bytes(self.0[i][8 * k..8 * k + 8].try_into().expect("8 bytes")))
+    }
+
+    /// Argument `i`, an `int64_t strides[16]`.
+    pub fn strides(&self, i: usize) -> [i64; MAX_DIMS] {
+        self.sizes(i).map(|word| word as i64)
     }
 }
 

@@ -13,8 +13,8 @@
 //! a byte across runs.
 use super::check::Span;
 use super::dtype::DType;
-use super::walk::Walk;
 use super::{ArgValues, Kind, Plan};
+use xdal_backend_support::strided::Walk;
 
 /// Work items for up to `MANY` units of work.
 const FEW: usize = 1 << 10;
@@ -113,8 +113,8 @@ fn sum_dim(t: DType, args: &ArgValues) -> Result<Plan, String> {
 /// dst_strides)`.
 fn cast_strided(s: DType, d: DType, args: &ArgValues) -> Result<Plan, String> {
     let (src, dst) = (args.u64(0), args.u64(1));
-    let (src_strides, dst_strides) = (args.words(4), args.words(5));
-    let walk = Walk::new(args.u64(2), &args.words(3), [&src_strides, &dst_strides])?;
+    let (src_strides, dst_strides) = (args.strides(4), args.strides(5));
+    let walk = Walk::new(args.u64(2), &args.sizes(3), [&src_strides, &dst_strides])?;
     if walk.count() == 0 {
         // Nothing is touched; the pointers are checked as a dense kernel's.
         Span::new("src", src, 0, s)?;
@@ -144,8 +144,8 @@ fn cast_strided(s: DType, d: DType, args: &ArgValues) -> Result<Plan, String> {
 /// `fill_strided`: `(dst, ndim, sizes, dst_strides, value)`.
 fn fill_strided(t: DType, args: &ArgValues) -> Result<Plan, String> {
     let dst = args.u64(0);
-    let strides = args.words(3);
-    let walk = Walk::new(args.u64(1), &args.words(2), [&strides])?;
+    let strides = args.strides(3);
+    let walk = Walk::new(args.u64(1), &args.sizes(2), [&strides])?;
     if walk.count() == 0 {
         Span::new("dst", dst, 0, t)?;
         return Ok(NOTHING);

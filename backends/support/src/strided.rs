@@ -1,7 +1,10 @@
-//! The index space of the strided kernels (`copy_strided_<t>`,
+//! The index space of the strided built-in kernels (`copy_strided_<t>`,
 //! `cast_strided_<s>_<d>`, `fill_strided_<t>`): up to 16 dimensions, sizes
 //! and per-side strides in elements, walked in row-major order of the
-//! sizes (the "logical" order, by which blocks split the work).
+//! sizes (the "logical" order, by which work is split). Every backend's
+//! built-ins validate and plan with this one, so that they refuse the same
+//! shapes: the fake's kernels walk it, the OpenCL backend's host side
+//! checks and plans with it.
 //!
 //! `Walk::new` validates the shape and simplifies it without changing which
 //! element goes where: dimensions of size 1 are dropped, and neighbours that
@@ -9,17 +12,17 @@
 //! becomes one dimension with stride 1 (the dense path) and a strided one
 //! walks long innermost runs. Nothing here allocates.
 use std::ops::Range;
-use xdal_abi::{xdal_status, XDAL_STRIDED_MAX_DIMS};
+use xdal_abi::XDAL_STRIDED_MAX_DIMS;
 
 /// The most dimensions a strided kernel takes (`XDAL_STRIDED_MAX_DIMS`).
-pub(crate) const MAX_DIMS: usize = XDAL_STRIDED_MAX_DIMS as usize;
+pub const MAX_DIMS: usize = XDAL_STRIDED_MAX_DIMS as usize;
 /// The byte size of a sizes or strides argument: `MAX_DIMS` 64-bit entries.
-pub(crate) const DIMS_BYTES: usize = MAX_DIMS * 8;
+pub const DIMS_BYTES: usize = MAX_DIMS * 8;
 
 /// A validated, simplified strided index space shared by `SIDES` arrays
 /// (2 for a copy: source then destination; 1 for a fill).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Walk<const SIDES: usize> {
+pub struct Walk<const SIDES: usize> {
     /// Dimensions left after simplification (0 for a single element).
     ndim: usize,
     /// Their sizes, each at least 2.
@@ -33,15 +36,18 @@ pub(crate) struct Walk<const SIDES: usize> {
 impl<const SIDES: usize> Walk<SIDES> {
     /// The walk over `sizes[..ndim]` with `strides[side][..ndim]`; entries
     /// past `ndim` are ignored. `ndim` beyond 16, an element count or a
-    /// stride that does not fit the address space: `XDAL_ERROR_INVALID_VALUE`.
-    pub fn new(ndim: u64, sizes: &[u64; MAX_DIMS], strides: [&[i64; MAX_DIMS]; SIDES]) -> Result<Self, xdal_status> {
-        let invalid = xdal_status::XDAL_ERROR_INVALID_VALUE;
-        let ndim = usize::try_from(ndim).ok().filter(|&d| d <= MAX_DIMS).ok_or(invalid)?;
+    /// stride that does not fit the address space: refused, with a message
+    /// (the kernels' `XDAL_ERROR_INVALID_VALUE`).
+    pub fn new(ndim: u64, sizes: &[u64; MAX_DIMS], strides: [&[i64; MAX_DIMS]; SIDES]) -> Result<Self, String> {
+        let ndim = usize::try_from(ndim)
+            .ok()
+            .filter(|&d| d <= MAX_DIMS)
+            .ok_or_else(|| format!("ndim is {ndim}, above {MAX_DIMS}"))?;
+        let too_many = || format!("the sizes {:?} overflow the address space", &sizes[..ndim]);
         // An empty view is empty whatever its other sizes.
         let mut count = usize::from(!sizes[..ndim].contains(&0));
         for &size in &sizes[..ndim] {
-            let size = usize::try_from(size).map_err(|_| invalid)?;
-            count = count.checked_mul(size).ok_or(invalid)?;
+            count = count.checked_mul(usize::try_from(size).map_err(|_| too_many())?).ok_or_else(too_many)?;
         }
         let mut walk = Walk { ndim: 0, sizes: [0; MAX_DIMS], strides: [[0; MAX_DIMS]; SIDES], count };
         if count == 0 {
@@ -55,7 +61,7 @@ impl<const SIDES: usize> Walk<SIDES> {
             }
             let mut stride = [0isize; SIDES];
             for (s, side) in stride.iter_mut().zip(&strides) {
-                *s = isize::try_from(side[k]).map_err(|_| invalid)?;
+                *s = isize::try_from(side[k]).map_err(|_| format!("stride {} is too large", side[k]))?;
             }
             // Merge into the previous dimension when, on every side, a step
             // of that one is exactly a full run of this one.
@@ -90,18 +96,18 @@ impl<const SIDES: usize> Walk<SIDES> {
     }
 
     /// The lowest and highest element offsets `side` reaches (not empty:
-    /// the count must not be 0); `XDAL_ERROR_INVALID_VALUE` if they do not
-    /// fit in 128 bits.
-    pub fn span(&self, side: usize) -> Result<(i128, i128), xdal_status> {
+    /// the count must not be 0); refused if they do not fit in 128 bits.
+    pub fn span(&self, side: usize) -> Result<(i128, i128), String> {
         debug_assert!(self.count > 0);
-        let invalid = xdal_status::XDAL_ERROR_INVALID_VALUE;
+        let overflow = || "the offsets overflow".to_string();
         let (mut lo, mut hi) = (0i128, 0i128);
         for k in 0..self.ndim {
-            let reach = (self.strides[side][k] as i128).checked_mul((self.sizes[k] - 1) as i128).ok_or(invalid)?;
+            let reach =
+                (self.strides[side][k] as i128).checked_mul((self.sizes[k] - 1) as i128).ok_or_else(overflow)?;
             if reach < 0 {
-                lo = lo.checked_add(reach).ok_or(invalid)?;
+                lo = lo.checked_add(reach).ok_or_else(overflow)?;
             } else {
-                hi = hi.checked_add(reach).ok_or(invalid)?;
+                hi = hi.checked_add(reach).ok_or_else(overflow)?;
             }
         }
         Ok((lo, hi))
@@ -134,6 +140,25 @@ impl<const SIDES: usize> Walk<SIDES> {
             reach = reach.saturating_add(stride.saturating_mul(steps));
         }
         true
+    }
+
+    /// Whether `side` alone is contiguous from offset 0 in logical order:
+    /// logical index i is element i.
+    pub fn is_row_major(&self, side: usize) -> bool {
+        let mut step = 1isize;
+        for k in (0..self.ndim).rev() {
+            if self.strides[side][k] != step {
+                return false;
+            }
+            step = step.wrapping_mul(self.sizes[k] as isize);
+        }
+        true
+    }
+
+    /// Whether every stride of `side` is even (no two of its packed 4-bit
+    /// elements share a byte).
+    pub fn all_even(&self, side: usize) -> bool {
+        self.strides[side][..self.ndim].iter().all(|s| s % 2 == 0)
     }
 
     /// Whether sides `a` and `b` put every element at the same offset.
