@@ -271,7 +271,14 @@ fn smoke_kernels() -> Step {
     expect(launch(fill, &wrong_args), xdal_status::XDAL_ERROR_INVALID_VALUE, "a launch with too few arguments")?;
 
     let mut host_kernel = null_mut();
-    ok(xdal_function_from_host(&mut host_kernel, Some(mark_blocks)), "xdal_function_from_host")?;
+    let status = xdal_function_from_host(&mut host_kernel, Some(mark_blocks));
+    if status == xdal_status::XDAL_ERROR_NOT_SUPPORTED {
+        // The capability, as the conformance suite reads it: a GPU-like
+        // backend runs no host code.
+        println!("        (this backend runs no host kernels: the host-kernel check skipped)");
+        return finish(module, &[a, b]);
+    }
+    ok(status, "xdal_function_from_host")?;
     let marks = [0u32; 6];
     let mut dev_marks = null_mut();
     ok(xdal_malloc(&mut dev_marks, std::mem::size_of_val(&marks)), "xdal_malloc")?;
@@ -281,7 +288,12 @@ fn smoke_kernels() -> Step {
     let mut back = [0u32; 6];
     ok(xdal_memcpy(back.as_mut_ptr().cast(), dev_marks, std::mem::size_of_val(&back), 2), "xdal_memcpy D2H")?;
     ensure(back == [8; 6], "a host kernel did not run once per block of a 3x2 grid")?;
-    for ptr in [a, b, dev_marks] {
+    finish(module, &[a, b, dev_marks])
+}
+
+/// Frees what the kernel check allocated and unloads its module.
+fn finish(module: xdal_module_t, allocations: &[*mut c_void]) -> Step {
+    for &ptr in allocations {
         ok(xdal_free(ptr), "xdal_free")?;
     }
     ok(xdal_module_unload(module), "xdal_module_unload")
