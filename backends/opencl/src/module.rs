@@ -3,7 +3,7 @@
 //! A module is a program built from OpenCL C source or loaded from a
 //! program binary (`xdal_module_load` reads a file, `_load_data` takes the
 //! bytes; text is compiled, anything else is taken as a binary), or the
-//! built-in module, whose programs (builtin.rs) are built the first time
+//! built-in module, whose programs (builtin/) are built the first time
 //! one of their kernels is asked for and kept for the process. A function
 //! is one `cl_kernel`; its arguments are state of the kernel object, so a
 //! launch sets them and enqueues under the function's lock.

@@ -29,12 +29,12 @@ mod tests;
 use crate::dtype::{for_each_elem, trunc_differs, DType, Elem};
 use arith::{Add, Arith, BinOp, Mul};
 use cast::{Conversion, Nearest, Trunc};
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 use xdal_abi::{xdal_kernel_context_t, xdal_status_raw};
 use xdal_backend_support::strided::DIMS_BYTES;
+use xdal_backend_support::Catalogue;
 
 /// The signature of every kernel (`xdal_host_kernel_t`, not optional).
 pub(crate) type Kernel = unsafe extern "C" fn(*const xdal_kernel_context_t, *const *mut c_void) -> xdal_status_raw;
@@ -55,26 +55,16 @@ const PTR: usize = 8;
 /// `uint64_t` counts.
 const U64: usize = 8;
 
-/// All built-in kernels, in a fixed order, with an index by name.
-struct Registry {
-    list: Vec<Builtin>,
-    by_name: HashMap<String, usize>,
-}
-
-/// Built on first use.
-fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        let list = build();
-        let by_name = list.iter().enumerate().map(|(i, b)| (b.name.clone(), i)).collect();
-        Registry { list, by_name }
-    })
+/// All built-in kernels, in a fixed order, with an index by name; built
+/// on first use.
+fn registry() -> &'static Catalogue<Builtin> {
+    static REGISTRY: OnceLock<Catalogue<Builtin>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Catalogue::new(build(), |b| &b.name))
 }
 
 /// The built-in kernel called `name`, if there is one.
 pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
-    let registry = registry();
-    registry.by_name.get(name).map(|&i| &registry.list[i])
+    registry().find(name)
 }
 
 /// Every built-in kernel: the 1.0 ones first (per type in ABI order fill,
@@ -85,7 +75,7 @@ pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
 // For listings (tests, tools); the launch path only needs `find`.
 #[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn all() -> impl Iterator<Item = &'static Builtin> {
-    registry().list.iter()
+    registry().iter()
 }
 
 /// `dtype_mask` of the device properties: bit `1 << dtype` for each type

@@ -20,9 +20,9 @@ mod source;
 
 use dtype::DTYPES;
 use kind::{Kind, PER_PAIR_1_1, PER_TYPE_1_0, PER_TYPE_1_1};
-use std::collections::HashMap;
 use std::sync::OnceLock;
 use xdal_backend_support::strided::MAX_DIMS;
+use xdal_backend_support::Catalogue;
 
 /// How a launch argument reaches the OpenCL kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,31 +90,22 @@ impl Builtin {
     }
 }
 
-/// All built-ins with an index by name.
-struct Registry {
-    list: Vec<Builtin>,
-    by_name: HashMap<String, usize>,
+/// All built-in kernels, in a fixed order, with an index by name; built
+/// on first use.
+fn registry() -> &'static Catalogue<Builtin> {
+    static REGISTRY: OnceLock<Catalogue<Builtin>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Catalogue::new(build(), |b| &b.name))
 }
 
-fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(|| {
-        let list = build();
-        let by_name = list.iter().enumerate().map(|(i, b)| (b.name.clone(), i)).collect();
-        Registry { list, by_name }
-    })
-}
-
-/// The built-in called `name`, if there is one.
+/// The built-in kernel called `name`, if there is one.
 pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
-    let registry = registry();
-    registry.by_name.get(name).map(|&i| &registry.list[i])
+    registry().find(name)
 }
 
 /// Every built-in.
 #[cfg(test)]
 pub(crate) fn all() -> impl Iterator<Item = &'static Builtin> {
-    registry().list.iter()
+    registry().iter()
 }
 
 /// How many programs the built-ins live in.
