@@ -100,7 +100,9 @@ pub struct xdal_backend_v1 {
     pub mem_free_async:
         Option<unsafe extern "C" fn(device: c_int, ptr: *mut c_void, stream: xdal_backend_stream_t) -> xdal_status_raw>,
     /// Required. Synchronous copy; `kind` is never DEFAULT. The front has
-    /// already waited for the current device's default stream.
+    /// already waited for the current device's default stream. Overlapping
+    /// ranges must get memmove's result, whatever the runtime's own copy
+    /// does with them.
     pub mem_copy: Option<
         unsafe extern "C" fn(
             dst: *mut c_void,
@@ -109,8 +111,9 @@ pub struct xdal_backend_v1 {
             kind: xdal_memcpy_kind_t,
         ) -> xdal_status_raw,
     >,
-    /// Copy enqueued on `stream`; `kind` is never DEFAULT. Fallback: a host
-    /// function on the stream doing `memcpy`.
+    /// Copy enqueued on `stream`; `kind` is never DEFAULT; overlapping
+    /// ranges get memmove's result. Fallback: a host function on the stream
+    /// calling `mem_copy`.
     pub mem_copy_async: Option<
         unsafe extern "C" fn(
             dst: *mut c_void,
@@ -120,8 +123,9 @@ pub struct xdal_backend_v1 {
             stream: xdal_backend_stream_t,
         ) -> xdal_status_raw,
     >,
-    /// Synchronous copy between two devices' memory. Fallback: through a
-    /// host staging buffer.
+    /// Synchronous copy between two devices' memory (overlapping ranges of
+    /// one device: memmove's result). Fallback: through a host staging
+    /// buffer.
     pub mem_copy_peer: Option<
         unsafe extern "C" fn(
             dst: *mut c_void,

@@ -576,14 +576,16 @@ extern "C" {
 /**
  * Copies `bytes` bytes and returns when they are there. `kind` must match
  * the pointers (`XDAL_MEMCPY_DEFAULT` infers it). Ordered after the
- * current device's default stream. `bytes == 0` is a no-op.
+ * current device's default stream. `bytes == 0` is a no-op. Ranges may
+ * overlap: the result is memmove's.
  */
 xdal_status_t xdal_memcpy(void *dst, const void *src, size_t bytes, xdal_memcpy_kind_t kind);
 
 /**
  * Enqueues a copy on `stream` (NULL: the current device's default stream).
  * Every check happens now, at enqueue time; the buffers must stay valid
- * until the stream reaches the copy.
+ * until the stream reaches the copy. Ranges may overlap: the result is
+ * memmove's.
  */
 xdal_status_t xdal_memcpy_async(void *dst,
                                 const void *src,
@@ -593,7 +595,8 @@ xdal_status_t xdal_memcpy_async(void *dst,
 
 /**
  * Copies `bytes` bytes from device `src_device`'s memory to device
- * `dst_device`'s memory and returns when they are there.
+ * `dst_device`'s memory and returns when they are there. Ranges may
+ * overlap (one device): the result is memmove's.
  */
 xdal_status_t xdal_memcpy_peer(void *dst,
                                int dst_device,

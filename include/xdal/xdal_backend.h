@@ -145,12 +145,15 @@ typedef struct xdal_backend_v1 {
   xdal_status_t (*mem_free_async)(int device, void *ptr, xdal_backend_stream_t stream);
   /**
    * Required. Synchronous copy; `kind` is never DEFAULT. The front has
-   * already waited for the current device's default stream.
+   * already waited for the current device's default stream. Overlapping
+   * ranges must get memmove's result, whatever the runtime's own copy
+   * does with them.
    */
   xdal_status_t (*mem_copy)(void *dst, const void *src, size_t bytes, xdal_memcpy_kind_t kind);
   /**
-   * Copy enqueued on `stream`; `kind` is never DEFAULT. Fallback: a host
-   * function on the stream doing `memcpy`.
+   * Copy enqueued on `stream`; `kind` is never DEFAULT; overlapping
+   * ranges get memmove's result. Fallback: a host function on the stream
+   * calling `mem_copy`.
    */
   xdal_status_t (*mem_copy_async)(void *dst,
                                   const void *src,
@@ -158,8 +161,9 @@ typedef struct xdal_backend_v1 {
                                   xdal_memcpy_kind_t kind,
                                   xdal_backend_stream_t stream);
   /**
-   * Synchronous copy between two devices' memory. Fallback: through a
-   * host staging buffer.
+   * Synchronous copy between two devices' memory (overlapping ranges of
+   * one device: memmove's result). Fallback: through a host staging
+   * buffer.
    */
   xdal_status_t (*mem_copy_peer)(void *dst,
                                  int dst_device,

@@ -161,7 +161,8 @@ fn after_default_stream(backend: &'static Backend) -> XResult<()> {
 
 /// Copies `bytes` bytes and returns when they are there. `kind` must match
 /// the pointers (`XDAL_MEMCPY_DEFAULT` infers it). Ordered after the
-/// current device's default stream. `bytes == 0` is a no-op.
+/// current device's default stream. `bytes == 0` is a no-op. Ranges may
+/// overlap: the result is memmove's.
 #[no_mangle]
 pub extern "C" fn xdal_memcpy(
     dst: *mut c_void,
@@ -183,7 +184,8 @@ pub extern "C" fn xdal_memcpy(
 
 /// Enqueues a copy on `stream` (NULL: the current device's default stream).
 /// Every check happens now, at enqueue time; the buffers must stay valid
-/// until the stream reaches the copy.
+/// until the stream reaches the copy. Ranges may overlap: the result is
+/// memmove's.
 #[no_mangle]
 pub extern "C" fn xdal_memcpy_async(
     dst: *mut c_void,
@@ -205,7 +207,8 @@ pub extern "C" fn xdal_memcpy_async(
 }
 
 /// Copies `bytes` bytes from device `src_device`'s memory to device
-/// `dst_device`'s memory and returns when they are there.
+/// `dst_device`'s memory and returns when they are there. Ranges may
+/// overlap (one device): the result is memmove's.
 #[no_mangle]
 pub extern "C" fn xdal_memcpy_peer(
     dst: *mut c_void,

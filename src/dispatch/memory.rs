@@ -48,7 +48,13 @@ fn copy_peer_through_host(
     bytes: usize,
 ) -> XResult<()> {
     let mut staging = vec![0u8; bytes.min(CHUNK)];
-    for offset in (0..bytes).step_by(CHUNK) {
+    // Each piece is read whole before it is written; towards higher
+    // addresses the pieces go from the end, so that overlapping ranges get
+    // memmove's result (no piece overwrites source bytes still to be read).
+    let offsets = (0..bytes).step_by(CHUNK);
+    let offsets: Box<dyn Iterator<Item = usize>> =
+        if (dst as usize) > (src as usize) { Box::new(offsets.rev()) } else { Box::new(offsets) };
+    for offset in offsets {
         let len = (bytes - offset).min(CHUNK);
         let (to, from) = ((dst as usize + offset) as *mut c_void, (src as usize + offset) as *const c_void);
         let buffer = staging.as_mut_ptr() as *mut c_void;

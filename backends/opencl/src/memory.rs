@@ -10,6 +10,7 @@ use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::{Mutex, OnceLock};
+use xdal_backend_support::overlap::{self, Move};
 
 /// xdal's promise for device pointers, whatever less the runtime gives.
 pub(crate) const ALIGNMENT: usize = 256;
@@ -113,22 +114,123 @@ pub(crate) fn free(ptr: *mut c_void) -> ClResult<()> {
 /// reaches every SVM allocation); the front has ordered it after the
 /// current device's default stream.
 pub(crate) fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> ClResult<()> {
+    let route = CopyRoute::plan(dst, src, bytes)?;
     let queue = crate::opencl().device(0).queue;
-    // SAFETY: the front checked both ranges; the copy blocks until done.
-    let copied = unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 1, dst, src, bytes, 0, std::ptr::null()) }
-        .cl("clEnqueueSVMMemcpy")?;
-    drop(ClEvent(copied));
-    Ok(())
+    // SAFETY: the front checked both ranges; the call waits for the copy.
+    match unsafe { route.enqueue(queue) }.cl("clEnqueueSVMMemcpy")? {
+        Some(last) => ClEvent(last).wait("xdal_memcpy"),
+        None => Ok(()),
+    }
 }
 
 pub(crate) fn copy_async(dst: *mut c_void, src: *const c_void, bytes: usize, stream: &Stream) -> ClResult<()> {
+    let route = CopyRoute::plan(dst, src, bytes)?;
+    if matches!(route.moves, Move::Nothing) {
+        return Ok(());
+    }
     stream
         .enqueue("clEnqueueSVMMemcpy", |queue| {
             // SAFETY: the front checked both ranges; the caller keeps them
             // valid until the copy has run, as for any asynchronous copy.
-            unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 0, dst, src, bytes, 0, std::ptr::null()) }
+            unsafe { route.enqueue(queue) }.map(|last| last.expect("a copy with bytes to move enqueues one"))
         })
         .map(drop)
+}
+
+/// A copy as the ABI defines it, memmove's result, out of SVM copy
+/// commands, which refuse overlapping ranges (`CL_MEM_COPY_OVERLAP`):
+/// pieces in a safe order, or two copies through a staging buffer.
+struct CopyRoute {
+    dst: *mut c_void,
+    src: *const c_void,
+    bytes: usize,
+    moves: Move,
+    /// The staging buffer of a `Move::Staged`, freed in queue order.
+    staging: *mut c_void,
+}
+
+impl CopyRoute {
+    fn plan(dst: *mut c_void, src: *const c_void, bytes: usize) -> ClResult<CopyRoute> {
+        let moves = overlap::plan(dst as usize, src as usize, bytes);
+        let mut staging = std::ptr::null_mut();
+        if moves == Move::Staged {
+            // SAFETY: the context is live; plain read-write SVM of the
+            // runtime's own alignment.
+            staging = unsafe { cl3::memory::svm_alloc(crate::opencl().context.0, CL_MEM_READ_WRITE, bytes, 0) }
+                .map_err(|_| {
+                    failure!(
+                        XDAL_ERROR_OUT_OF_MEMORY,
+                        "a copy of {bytes} bytes between overlapping ranges {} bytes apart needs a staging buffer of \
+                         its size, and clSVMAlloc gave none",
+                        (dst as usize).abs_diff(src as usize)
+                    )
+                })?;
+        }
+        Ok(CopyRoute { dst, src, bytes, moves, staging })
+    }
+
+    /// Enqueues the copies on `queue` without waiting; returns the last
+    /// command's event (None when there is nothing to copy).
+    ///
+    /// # Safety
+    /// Both ranges must be SVM or host memory that stays valid until the
+    /// copies have run.
+    unsafe fn enqueue(&self, queue: cl_command_queue) -> Result<Option<cl_event>, i32> {
+        let copy = |dst: *mut c_void, src: *const c_void, bytes: usize| {
+            // SAFETY: every copy below lies within the caller's ranges or
+            // the staging buffer, and its two ranges are disjoint by the
+            // plan's construction.
+            unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 0, dst, src, bytes, 0, std::ptr::null()) }
+        };
+        match &self.moves {
+            Move::Nothing => Ok(None),
+            Move::Direct => copy(self.dst, self.src, self.bytes).map(Some),
+            Move::Pieces(pieces) => {
+                let mut last = None;
+                for piece in pieces {
+                    let event = copy(piece.dst as *mut c_void, piece.src as *const c_void, piece.bytes)?;
+                    drop(last.replace(ClEvent(event)));
+                }
+                Ok(last.map(|event| {
+                    let raw = event.0;
+                    std::mem::forget(event);
+                    raw
+                }))
+            }
+            Move::Staged => {
+                let staged = copy(self.staging, self.src, self.bytes)
+                    .and_then(|first| {
+                        drop(ClEvent(first));
+                        copy(self.dst, self.staging, self.bytes)
+                    })
+                    .and_then(|second| {
+                        drop(ClEvent(second));
+                        let pointers = [self.staging.cast_const()];
+                        // SAFETY: the staging buffer is this context's SVM;
+                        // no callback: the runtime calls clSVMFree itself
+                        // once the copies before it in the queue are done.
+                        unsafe {
+                            cl3::command_queue::enqueue_svm_free(
+                                queue,
+                                1,
+                                pointers.as_ptr(),
+                                None,
+                                std::ptr::null_mut(),
+                                0,
+                                std::ptr::null(),
+                            )
+                        }
+                    });
+                if staged.is_err() {
+                    // Whatever was enqueued reads the buffer until done.
+                    let _ = cl3::command_queue::finish(queue);
+                    // SAFETY: no command uses the buffer any more.
+                    let _ = unsafe { cl3::memory::svm_free(crate::opencl().context.0, self.staging) };
+                }
+                staged.map(Some)
+            }
+        }
+    }
 }
 
 /// Enqueues a fill of `bytes` bytes at `dst` with `value` on `queue`.

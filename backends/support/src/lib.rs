@@ -3,11 +3,14 @@
 //! fetches through `last_error_message`; the panic boundary each entry runs
 //! in; the checks of the table getter; native handles that are `Arc`s
 //! turned raw; the strided built-ins' index space, so that every backend
-//! refuses the same shapes; the catalogue of built-in kernels by name. A backend crate keeps only what is its own.
+//! refuses the same shapes; the catalogue of built-in kernels by name; how
+//! to give overlapping copies memmove's result with copies that may not
+//! overlap. A backend crate keeps only what is its own.
 mod catalogue;
 mod error;
 mod getter;
 mod handle;
+pub mod overlap;
 pub mod strided;
 
 pub use catalogue::Catalogue;
