@@ -3,11 +3,13 @@
 # creates or reuses the virtualenv .venv, installs torch==2.15.0, numpy and
 # pytest there if missing, builds and installs xdal into build/prefix with
 # CMake, builds and installs torch_xdal against that prefix, and runs its
-# pytest suite with XDAL_FAKE_PROTECT=1 (device memory inaccessible to host
+# pytest suite on each backend of XDAL_TORCH_BACKENDS (default: fake), the
+# fake one with XDAL_FAKE_PROTECT=1 (device memory inaccessible to host
 # code). Exits non-zero on any failure.
 #
 #   XDAL_TORCH_VENV  virtualenv to use (default .venv)
 #   XDAL_BUILD_DIR   CMake build directory (default build)
+#   XDAL_TORCH_BACKENDS  backends to run the suite on, e.g. "fake opencl"
 #   PYTEST_ARGS      extra pytest arguments
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,8 +64,16 @@ start=$(date +%s)
 TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=$jobs "$py" -m pip install -q --no-build-isolation --no-deps ./integrations/torch
 echo "   (extension build and install: $(($(date +%s) - start)) s)"
 
-echo "== pytest integrations/torch/tests (XDAL_FAKE_PROTECT=1)"
 # From the repository root, so that the installed torch_xdal is imported,
 # not its source folder.
-# shellcheck disable=SC2086
-XDAL_FAKE_PROTECT=1 "$py" -m pytest integrations/torch/tests -q -p no:cacheprovider ${PYTEST_ARGS:-}
+for backend in ${XDAL_TORCH_BACKENDS:-fake}; do
+  if [ "$backend" = fake ]; then
+    echo "== pytest integrations/torch/tests (fake backend, XDAL_FAKE_PROTECT=1)"
+    # shellcheck disable=SC2086
+    XDAL_FAKE_PROTECT=1 "$py" -m pytest integrations/torch/tests -q -p no:cacheprovider ${PYTEST_ARGS:-}
+  else
+    echo "== pytest integrations/torch/tests (XDAL_BACKEND=$backend)"
+    # shellcheck disable=SC2086
+    XDAL_BACKEND=$backend "$py" -m pytest integrations/torch/tests -q -p no:cacheprovider ${PYTEST_ARGS:-}
+  fi
+done

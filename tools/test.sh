@@ -56,8 +56,8 @@ cargo run --release --locked -q -p xdal-info
 echo "== xdal-info on the OpenCL backend (PoCL)"
 XDAL_BACKEND=opencl cargo run --release --locked -q -p xdal-info
 
-echo "== PyTorch integration (torch_xdal, pytest under XDAL_FAKE_PROTECT=1)"
-XDAL_BUILD_DIR="$build_dir" bash tools/test-torch.sh
+echo "== PyTorch integration (torch_xdal, pytest on fake under XDAL_FAKE_PROTECT=1, then on OpenCL)"
+XDAL_BUILD_DIR="$build_dir" XDAL_TORCH_BACKENDS="fake opencl" bash tools/test-torch.sh
 
 echo "== xdal-bench --quick (keeps the benchmark working; no timing is asserted)"
 cargo run --release --locked -q -p xdal-bench -- --quick

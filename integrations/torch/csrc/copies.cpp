@@ -11,6 +11,7 @@
 #include <c10/core/DeviceGuard.h>
 
 #include <string>
+#include <vector>
 
 namespace torch_xdal {
 namespace {
@@ -38,7 +39,8 @@ void memcpy_on(void* dst, const void* src, size_t n, xdal_memcpy_kind_t kind, co
 // goes through int32 and wraps, to uint8 through int64), saturates
 // float8_e4m3fn to 448, and rounds f64, i64 and i32 to the narrow floats
 // twice (through f32). Those pairs run the host conversion kernel, which
-// converts with c10::convert, the CPU's own element conversion. Left as it
+// converts with c10::convert, the CPU's own element conversion, or go
+// through the CPU where the backend runs no host code. Left as it
 // is: the bits of a NaN (f32 NaN to bfloat16 is 0xFFFF on the CPU's
 // vector path, 0x7FC0 on its scalar path and on xdal; both NaN).
 bool builtin_cast_ok(at::ScalarType s, at::ScalarType d) {
@@ -88,49 +90,96 @@ void raw_from_cpu(const Tensor& cpu, const Tensor& dst, bool non_blocking) {
   }
 }
 
+// Moves src's elements into dst's (same dtype, no shared memory) as
+// integers of the element's size with copy_strided_<bits> (1.1), which
+// every backend runs; 16-byte elements (complex128) as two 8-byte halves.
+// False when the layout has more dimensions than the kernel takes.
+bool move_elements(const Tensor& src, const Tensor& dst, const c10::Stream& s) {
+  std::vector<int64_t> sizes = dst.sizes().vec(), sstr = src.strides().vec(), dstr = dst.strides().vec();
+  size_t unit = dst.element_size();
+  if (unit == 16) {
+    unit = 8;
+    for (auto& x : sstr) x *= 2;
+    for (auto& x : dstr) x *= 2;
+    sizes.push_back(2);
+    sstr.push_back(1);
+    dstr.push_back(1);
+  }
+  const char* bits = bits_type_name(unit);
+  TORCH_CHECK(bits, "xdal: no copy for elements of ", dst.element_size(), " bytes (", dst.scalar_type(), ")");
+  StridedMeta m{};
+  if (!fill_meta(sizes, sstr, dstr, m)) return false;
+  const std::string name = std::string("copy_strided_") + bits;
+  BuiltinLayout l = builtin_layout(m);
+  void* a = ptr_of(src);
+  void* b = ptr_of(dst);
+  xdal_kernel_arg_t args[] = {{&a, 8},       {&b, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.src_strides, sizeof l.src_strides},
+                              {l.dst_strides, sizeof l.dst_strides}};
+  launch(builtin(name.c_str()), s, dst.numel(), true, args, 6);
+  return true;
+}
+
+// Converts src's elements into dst's (other dtypes, no shared memory): with
+// cast_strided_trunc_<s>_<d> (1.1) where it converts as the CPU does, else
+// with the host conversion kernel (c10::convert) where the backend runs host
+// code, else on the CPU. False when the layout has more dimensions than the
+// kernels take.
+bool convert_elements(const Tensor& src, const Tensor& dst, const c10::Stream& s) {
+  const at::ScalarType st = src.scalar_type(), dt = dst.scalar_type();
+  const bool builtin_ok = builtin_cast_ok(st, dt);
+  const xdal_function_t host = copy_kernel();
+  if (builtin_ok || (host && host_convert_supported(st) && host_convert_supported(dt))) {
+    StridedMeta m{};
+    if (!fill_meta(dst.sizes(), src.strides(), dst.strides(), m)) return false;
+    void* a = ptr_of(src);
+    void* b = ptr_of(dst);
+    if (builtin_ok) {
+      const std::string name =
+          std::string("cast_strided_trunc_") + builtin_type_name(st) + "_" + builtin_type_name(dt);
+      BuiltinLayout l = builtin_layout(m);
+      xdal_kernel_arg_t args[] = {{&a, 8},       {&b, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.src_strides, sizeof l.src_strides},
+                                  {l.dst_strides, sizeof l.dst_strides}};
+      launch(builtin(name.c_str()), s, dst.numel(), true, args, 6);
+    } else {
+      m.src_type = int32_t(st);
+      m.dst_type = int32_t(dt);
+      m.numel = dst.numel();
+      xdal_kernel_arg_t args[] = {{&a, 8}, {&b, 8}, {&m, sizeof m}};
+      launch(host, s, dst.numel(), false, args, 3);
+    }
+    return true;
+  }
+  // Pairs the built-ins convert otherwise than the CPU, on a backend that
+  // runs no host code, and element types xdal lacks (complex to real, the
+  // unsigned 16-64 bit types, ...): the CPU converts.
+  raw_from_cpu(raw_to_cpu(src).to(dt), dst, false);
+  return true;
+}
+
 }  // namespace
 
 void copy_same_device(const Tensor& src, const Tensor& dst, const c10::Stream& s) {
   const int64_t n = dst.numel();
   if (n == 0) return;
-  const at::ScalarType st = src.scalar_type(), dt = dst.scalar_type();
-  if (st == dt && dense_same_layout(src, dst)) {
+  if (src.scalar_type() == dst.scalar_type() && dense_same_layout(src, dst)) {
+    // xdal's copies are memmove: src may overlap dst.
     memcpy_on(ptr_of(dst), ptr_of(src), size_t(n) * dst.element_size(), XDAL_MEMCPY_DEVICE_TO_DEVICE, s);
     return;
   }
-  StridedMeta m{};
-  const bool layout_ok = fill_meta(dst.sizes(), src.strides(), dst.strides(), m);
-  // xdal's strided built-ins (1.1), which every backend can run; they
-  // refuse a source overlapping its destination, which the host kernel
-  // copies through memmove.
-  const bool builtin_ok = st == dt ? builtin_type_name(st) != nullptr : builtin_cast_ok(st, dt);
-  if (layout_ok && builtin_ok && !ranges_overlap(src, dst)) {
-    const std::string name = st == dt ? std::string("copy_strided_") + builtin_type_name(st)
-                                      : std::string("cast_strided_trunc_") + builtin_type_name(st) + "_" + builtin_type_name(dt);
-    BuiltinLayout l = builtin_layout(m);
-    void* a = ptr_of(src);
-    void* b = ptr_of(dst);
-    xdal_kernel_arg_t args[] = {{&a, 8},       {&b, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.src_strides, sizeof l.src_strides},
-                                {l.dst_strides, sizeof l.dst_strides}};
-    launch(builtin(name.c_str()), s, n, true, args, 6);
+  if (ranges_overlap(src, dst)) {
+    // The strided kernels refuse a source that shares memory with its
+    // destination: through a copy of the source.
+    Tensor tmp = at::empty(src.sizes(), src.options().memory_format(at::MemoryFormat::Contiguous));
+    copy_same_device(src, tmp, s);
+    copy_same_device(tmp, dst, s);
     return;
   }
-  const bool convertible = st == dt || (host_convert_supported(st) && host_convert_supported(dt));
-  if (convertible && layout_ok) {
-    m.src_type = int32_t(st);
-    m.dst_type = int32_t(dt);
-    m.itemsize = int32_t(dst.element_size());
-    m.numel = n;
-    void* a = ptr_of(src);
-    void* b = ptr_of(dst);
-    xdal_kernel_arg_t args[] = {{&a, 8}, {&b, 8}, {&m, sizeof m}};
-    launch(copy_kernel(), s, n, false, args, 3);
-    return;
-  }
-  // Element types the host kernel does not convert (complex to real, the
-  // unsigned 16-64 bit types, ...): through the CPU.
-  Tensor cpu = raw_to_cpu(src).to(dt);
-  raw_from_cpu(cpu, dst, false);
+  const bool done =
+      src.scalar_type() == dst.scalar_type() ? move_elements(src, dst, s) : convert_elements(src, dst, s);
+  if (done) return;
+  // More dimensions than the strided kernels take, none of them mergeable:
+  // one slice of the first dimension at a time.
+  for (int64_t i = 0; i < dst.size(0); ++i) copy_same_device(src.select(0, i), dst.select(0, i), s);
 }
 
 namespace {

@@ -1,7 +1,8 @@
-// fill_ and zero_ on xdal's built-ins: fill_<t> on dense tensors,
-// fill_strided_<t> on strided ones, the host fill kernel for the types
-// xdal lacks, xdal_memset_async for zero_; and the bytes of a scalar as
-// an element of a given type, converted as the CPU converts it.
+// fill_ and zero_ on xdal's built-ins: fill_<bits> on dense tensors,
+// fill_strided_<bits> on strided ones (the element's bytes as an integer
+// of their size, whatever the dtype), xdal_memset_async for zero_; and the
+// bytes of a scalar as an element of a given type, converted as the CPU
+// converts it.
 #include "xdal_torch.h"
 
 #include <ATen/MemoryOverlap.h>
@@ -58,46 +59,38 @@ Tensor& fill_with(Tensor& self, const at::Scalar& value) {
   }
   c10::DeviceGuard g(self.device());
   const c10::Stream s = current_stream(self.device().index());
-  // The element's bytes, converted exactly as the CPU's fill_ converts.
+  // The element's bytes, converted exactly as the CPU's fill_ converts, are
+  // stored as an integer of their size: fill_<bits> on dense tensors,
+  // fill_strided_<bits> on strided ones (1.1); 16-byte elements as two
+  // 8-byte halves, each a strided fill of every other 8 bytes.
   const ScalarBytes scalar = scalar_bytes(value, self.scalar_type());
-  const unsigned char* bytes = scalar.bytes;
-  const size_t item = scalar.size;
-  const char* tname = builtin_type_name(self.scalar_type());
-  if (tname && self.is_non_overlapping_and_dense()) {
-    const std::string name = std::string("fill_") + tname;
+  const size_t unit = scalar.size == 16 ? 8 : scalar.size;
+  const char* bits = bits_type_name(unit);
+  TORCH_CHECK(bits, "xdal: no fill for elements of ", scalar.size, " bytes (", self.scalar_type(), ")");
+  if (scalar.size == unit && self.is_non_overlapping_and_dense()) {
+    const std::string name = std::string("fill_") + bits;
     void* dst = ptr_of(self);
     uint64_t count = uint64_t(n);
-    xdal_kernel_arg_t args[] = {{&dst, 8}, {&count, 8}, {bytes, item}};
+    xdal_kernel_arg_t args[] = {{&dst, 8}, {&count, 8}, {scalar.bytes, unit}};
     launch(builtin(name.c_str()), s, n, true, args, 3);
     return self;
   }
+  const int64_t scale = int64_t(scalar.size / unit);
+  std::vector<int64_t> strides = self.strides().vec();
+  for (auto& x : strides) x *= scale;
   StridedMeta sm{};
-  const bool layout_ok = fill_meta(self.sizes(), self.strides(), self.strides(), sm);
-  if (tname && layout_ok) {
-    // fill_strided_<t> (xdal 1.1).
-    const std::string name = std::string("fill_strided_") + tname;
+  if (fill_meta(self.sizes(), strides, strides, sm)) {
+    const std::string name = std::string("fill_strided_") + bits;
     BuiltinLayout l = builtin_layout(sm);
-    void* dst = ptr_of(self);
-    xdal_kernel_arg_t args[] = {{&dst, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.dst_strides, sizeof l.dst_strides},
-                                {bytes, item}};
-    launch(builtin(name.c_str()), s, n, true, args, 5);
-    return self;
-  }
-  FillMeta m{};
-  if (layout_ok) {
-    m.ndim = sm.ndim;
-    for (int i = 0; i < sm.ndim; ++i) {
-      m.sizes[i] = sm.sizes[i];
-      m.strides[i] = sm.src_strides[i];
+    for (int64_t half = 0; half < scale; ++half) {
+      void* dst = ptr_of(self) + half * int64_t(unit);
+      xdal_kernel_arg_t args[] = {{&dst, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.dst_strides, sizeof l.dst_strides},
+                                  {scalar.bytes + half * int64_t(unit), unit}};
+      launch(builtin(name.c_str()), s, n, true, args, 5);
     }
-    m.itemsize = int32_t(item);
-    m.numel = n;
-    std::memcpy(m.value, bytes, item);
-    void* dst = ptr_of(self);
-    xdal_kernel_arg_t args[] = {{&dst, 8}, {&m, sizeof m}};
-    launch(fill_kernel(), s, n, false, args, 2);
     return self;
   }
+  // More dimensions than the strided fill takes, none of them mergeable.
   Tensor tmp = at::empty(self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
   fill_with(tmp, value);
   copy_same_device(tmp, self, s);

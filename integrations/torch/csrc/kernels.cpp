@@ -1,5 +1,5 @@
-// Host kernels for the fake backend (and any backend that runs host code),
-// launched through xdal_launch_kernel. They touch memory only through their
+// The host conversion kernel for the fake backend (and any backend that
+// runs host code), launched through xdal_launch_kernel. They touch memory only through their
 // pointer arguments, which xdal hands them as usable addresses (in
 // XDAL_FAKE_PROTECT=1 mode too). Also: the cache of built-in kernels, the
 // element types they take, the layout arguments of strided kernels and the
@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -75,23 +74,6 @@ void convert_range(const char* src, char* dst, const StridedMeta& m, int64_t b, 
        [&](int64_t so, int64_t dof) { d[dof] = c10::convert<D>(s[so]); });
 }
 
-template <size_t N>
-struct Bytes {
-  unsigned char b[N];
-};
-
-template <size_t N>
-void move_range(const char* src, char* dst, const StridedMeta& m, int64_t b, int64_t e) {
-  using T = Bytes<N>;
-  if (m.ndim == 1 && m.src_strides[0] == 1 && m.dst_strides[0] == 1) {
-    std::memmove(dst + b * N, src + b * N, size_t(e - b) * N);
-    return;
-  }
-  walk(m.ndim, m.sizes, m.src_strides, m.dst_strides, b, e, [&](int64_t so, int64_t dof) {
-    std::memcpy(dst + dof * sizeof(T), src + so * sizeof(T), sizeof(T));
-  });
-}
-
 #define TX_CONVERT_TYPES(_)    \
   _(double, Double)            \
   _(float, Float)              \
@@ -140,38 +122,22 @@ xdal_status_t copy_kernel_fn(const xdal_kernel_context_t* ctx, void* const* args
   int64_t b = 0, e = 0;
   block_range(ctx, m.numel, &b, &e);
   if (b >= e) return XDAL_SUCCESS;
-  if (m.src_type == m.dst_type) {
-    switch (m.itemsize) {
-      case 1: move_range<1>(src, dst, m, b, e); return XDAL_SUCCESS;
-      case 2: move_range<2>(src, dst, m, b, e); return XDAL_SUCCESS;
-      case 4: move_range<4>(src, dst, m, b, e); return XDAL_SUCCESS;
-      case 8: move_range<8>(src, dst, m, b, e); return XDAL_SUCCESS;
-      case 16: move_range<16>(src, dst, m, b, e); return XDAL_SUCCESS;
-      default: return XDAL_ERROR_INVALID_VALUE;
-    }
-  }
   RangeFn fn = pick(ScalarType(m.src_type), ScalarType(m.dst_type));
   if (!fn) return XDAL_ERROR_INVALID_VALUE;
   fn(src, dst, m, b, e);
   return XDAL_SUCCESS;
 }
 
-xdal_status_t fill_kernel_fn(const xdal_kernel_context_t* ctx, void* const* args) {
-  char* dst = *static_cast<char* const*>(args[0]);
-  const FillMeta& m = *static_cast<const FillMeta*>(args[1]);
-  int64_t b = 0, e = 0;
-  block_range(ctx, m.numel, &b, &e);
-  const size_t n = size_t(m.itemsize);
-  walk(m.ndim, m.sizes, m.strides, m.strides, b, e,
-       [&](int64_t off, int64_t) { std::memcpy(dst + off * int64_t(n), m.value, n); });
-  return XDAL_SUCCESS;
-}
-
 std::atomic<int64_t> host_launches{0};
 
+// The host function as an xdal function, or nullptr where the backend runs
+// no host code (XDAL_ERROR_NOT_SUPPORTED: a GPU-like backend such as
+// OpenCL's). Any other failure is an error.
 xdal_function_t wrap(xdal_host_kernel_t fn) {
   xdal_function_t f = nullptr;
-  TX_CHECK(xdal_function_from_host(&f, fn));
+  const xdal_status_t status = xdal_function_from_host(&f, fn);
+  if (status == XDAL_ERROR_NOT_SUPPORTED) return nullptr;
+  TX_CHECK(status);
   return f;
 }
 
@@ -195,9 +161,16 @@ xdal_function_t copy_kernel() {
   return f;
 }
 
-xdal_function_t fill_kernel() {
-  static xdal_function_t f = wrap(&fill_kernel_fn);
-  return f;
+bool runs_host_kernels() { return copy_kernel() != nullptr; }
+
+const char* bits_type_name(size_t itemsize) {
+  switch (itemsize) {
+    case 1: return "u8";
+    case 2: return "i16";
+    case 4: return "i32";
+    case 8: return "i64";
+    default: return nullptr;
+  }
 }
 
 const char* builtin_type_name(ScalarType type) {

@@ -80,6 +80,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("reset_fallback_counts", [] { reset_fallback_counts(); });
   m.def("host_kernel_launches", [] { return host_kernel_launches(); });
+  m.def("runs_host_kernels", [] { return runs_host_kernels(); });
   m.def("is_pinned_ptr", [](uintptr_t p) { return is_pinned_ptr(reinterpret_cast<const void*>(p)); });
   m.def("pointer_device", [](uintptr_t p) {
     xdal_pointer_attributes_t a{};

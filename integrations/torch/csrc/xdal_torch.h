@@ -9,7 +9,7 @@
 //   host_allocator.cpp    the pinned host allocator (at::HostAllocator)
 //   generator.cpp         the per-device random generators
 //   hooks.cpp             the PrivateUse1 hooks (PrivateUse1HooksInterface)
-//   kernels.cpp           host kernels (xdal_function_from_host), built-in kernels
+//   kernels.cpp           the host conversion kernel (xdal_function_from_host), built-in kernels
 //                         and their launch (no ATen header, only c10 types)
 //   tensors.cpp           ATen kernels: creation, views, resize_, set_, record_stream
 //   copies.cpp            ATen kernels: _copy_from, _local_scalar_dense
@@ -145,43 +145,41 @@ at::Generator cpu_generator_of(const at::Generator& gen);
 // fill_meta merges what it can), for the built-ins and the host kernels
 // alike.
 
-// Element types the host kernels convert between (a subset of ScalarType).
+// Element types the host conversion kernel converts between (a subset of
+// ScalarType).
 bool host_convert_supported(c10::ScalarType type);
 
-// Metadata of a strided elementwise copy; passed by value as one kernel
-// argument (never 8 bytes long, so xdal does not take it for a pointer).
+// Metadata of a strided elementwise conversion; passed by value as one
+// kernel argument (never 8 bytes long, so xdal does not take it for a
+// pointer).
 struct StridedMeta {
   int32_t ndim;
   int32_t src_type;  // c10::ScalarType
   int32_t dst_type;  // c10::ScalarType
-  int32_t itemsize;  // same-type copies move itemsize bytes per element
   int64_t numel;
   int64_t sizes[XDAL_STRIDED_MAX_DIMS];
   int64_t src_strides[XDAL_STRIDED_MAX_DIMS];  // in elements
   int64_t dst_strides[XDAL_STRIDED_MAX_DIMS];  // in elements
 };
 
-// Strided fill of a byte pattern (itemsize bytes) into dst.
-struct FillMeta {
-  int32_t ndim;
-  int32_t itemsize;
-  int64_t numel;
-  int64_t sizes[XDAL_STRIDED_MAX_DIMS];
-  int64_t strides[XDAL_STRIDED_MAX_DIMS];
-  unsigned char value[16];
-};
-
-// Host kernels, wrapped by xdal_function_from_host on first use.
-// copy:  args (const void* src, void* dst, StridedMeta meta)
-// fill:  args (void* dst, FillMeta meta)
+// The host conversion kernel, args (const void* src, void* dst, StridedMeta
+// meta): converts with c10::convert, the CPU's own element conversion.
+// nullptr where the backend runs no host code (xdal_function_from_host is
+// XDAL_ERROR_NOT_SUPPORTED there).
 xdal_function_t copy_kernel();
-xdal_function_t fill_kernel();
+// Whether the backend runs host kernels (the fake backend does; OpenCL's
+// does not).
+bool runs_host_kernels();
 
 // Built-in kernels by name ("fill_f32", "cast_f32_f16", ...), cached.
 xdal_function_t builtin(const char* name);
 // xdal's lower-case name for a ScalarType in built-in kernel names ("f32"
 // in "fill_f32"), or nullptr if xdal has no such type.
 const char* builtin_type_name(c10::ScalarType type);
+// xdal's name for the integer type of `itemsize` bytes (1, 2, 4 or 8):
+// moves and fills of any dtype's elements are moves and fills of their
+// bits. nullptr for other sizes.
+const char* bits_type_name(size_t itemsize);
 // The types of xdal's arithmetic built-ins (add_<t>, mul_<t>, axpby_<t>,
 // sum_<t>, ...) that the native kernels use.
 bool native_arith_type(c10::ScalarType type);
@@ -202,9 +200,9 @@ struct BuiltinLayout {
 };
 BuiltinLayout builtin_layout(const StridedMeta& m);
 
-// Launches of host kernels (xdal_function_from_host) so far: what a backend
-// that runs no host code could not run (a GPU backend returns
-// XDAL_ERROR_NOT_SUPPORTED there). For tests.
+// Launches of the host kernel (xdal_function_from_host) so far: what a
+// backend that runs no host code does otherwise (through the CPU). For
+// tests.
 int64_t host_kernel_launches();
 
 // Launches `fn` on `stream` over a grid sized for `n` elements. Host

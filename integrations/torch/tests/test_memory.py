@@ -49,12 +49,20 @@ def test_max_memory_reserved_is_the_device_peak():
     assert torch.xdal.max_memory_reserved() == torch.accelerator.memory_reserved()
 
 
-def test_empty_cache_releases_pooled_blocks():
+def test_empty_cache_releases_freed_blocks():
+    # A backend with a stream-ordered pool (fake) keeps a freed block
+    # reserved until empty_cache; one without (OpenCL: the front frees once
+    # the stream has passed the free) has given it back already. Either way
+    # it is given back after empty_cache.
+    torch.accelerator.synchronize()
     x = torch.empty(16 * MB, dtype=torch.uint8, device="xdal")
+    held = torch.accelerator.memory_reserved()
     del x
-    reserved = torch.accelerator.memory_reserved()
+    torch.accelerator.synchronize()
+    if torch.xdal.backend_name() == "fake":
+        assert torch.accelerator.memory_reserved() >= held, "the pool keeps the freed block"
     torch.accelerator.empty_cache()
-    assert torch.accelerator.memory_reserved() <= reserved - 16 * MB
+    assert torch.accelerator.memory_reserved() <= held - 16 * MB
 
 
 def test_memory_stats_dict_and_counts():

@@ -148,20 +148,58 @@ def test_strided_copies_fills_and_casts_run_on_builtins(dtype):
             check(d.transpose(0, 2).to(to), x.transpose(0, 2).to(to))
 
 
-def test_casts_pytorch_makes_differently_keep_the_host_kernel():
+def test_casts_pytorch_makes_differently_match_the_cpu():
     # Floats to uint8 go through int64 in PyTorch (negative values wrap),
     # to the other integers by C++ conversion (out of range: not
     # saturated); float8_e4m3fn saturates to 448; f64 to f16 rounds twice.
+    # The built-ins convert otherwise: the host conversion kernel where the
+    # backend runs host code, the CPU where it does not.
+    host = torch.xdal.runs_host_kernels()
     x = (torch.randn(64, dtype=torch.float32) * 100).xdal()
     before = torch.xdal.host_kernel_launches()
     check(x.to(torch.uint8), x.cpu().to(torch.uint8))
     for to in (torch.int32, torch.int8, torch.float8_e4m3fn):
         before_this = torch.xdal.host_kernel_launches()
         assert same(x.to(to).cpu(), x.cpu().to(to)), to
-        assert torch.xdal.host_kernel_launches() > before_this, to
+        assert same(x[::2].to(to).cpu(), x.cpu()[::2].to(to)), to
+        assert (torch.xdal.host_kernel_launches() > before_this) == host, to
     w = torch.randn(64, dtype=torch.float64).xdal() * 1e4
     check(w.to(torch.float16), w.cpu().to(torch.float16))
-    assert torch.xdal.host_kernel_launches() > before
+    assert (torch.xdal.host_kernel_launches() > before) == host
+
+
+def _values(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_complex:
+        return torch.randn(shape, generator=g, dtype=dtype) * 100
+    if dtype == torch.uint16:
+        return torch.randint(0, 65535, shape, generator=g, dtype=torch.int32).to(dtype)
+    return make(shape, dtype, seed)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128, torch.uint16, torch.float8_e5m2], ids=str)
+def test_moves_and_fills_of_any_dtype_run_on_builtins(dtype):
+    # An element is moved and filled as an integer of its size (complex128
+    # as two 8-byte halves): no host kernel, so every backend runs them.
+    x = _values((6, 7, 5), dtype, 3)
+    d = x.xdal()
+    value = (1.5 - 2.25j) if dtype.is_complex else 3
+    with builtins_only():
+        assert same(d.permute(2, 0, 1).contiguous().cpu(), x.permute(2, 0, 1).contiguous())
+        assert same(d[:, ::2, 1:].clone().cpu(), x[:, ::2, 1:].clone())
+        e = torch.empty_strided((5, 6, 7), (1, 35, 5), dtype=dtype, device="xdal")
+        e.copy_(d.permute(2, 0, 1))
+        assert same(e.cpu(), x.permute(2, 0, 1))
+        z = torch.zeros(6, 7, 5, dtype=dtype, device="xdal")
+        z[:, 1::3].fill_(value)
+        z[0].fill_(value)
+        ref = torch.zeros(6, 7, 5, dtype=dtype)
+        ref[:, 1::3].fill_(value)
+        ref[0].fill_(value)
+        assert same(z.cpu(), ref)
+        b = torch.empty(3, 4, dtype=dtype, device="xdal").expand(2, 3, 4)
+        b.fill_(value)  # elements that share memory: each distinct one written
+        assert same(b.cpu(), torch.full((2, 3, 4), value, dtype=dtype))
 
 
 def test_elementwise_results_take_pytorch_strides():

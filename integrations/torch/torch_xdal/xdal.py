@@ -256,8 +256,16 @@ def reset_fallback_counts() -> None:
 
 def host_kernel_launches() -> int:
     """How many host kernels (xdal_function_from_host) the extension has
-    launched: the work a backend that runs no host code could not do."""
+    launched: the conversions a backend that runs no host code leaves to
+    the CPU."""
     return _C.host_kernel_launches()
+
+
+def runs_host_kernels() -> bool:
+    """Whether the backend runs host kernels (the fake backend does; a
+    GPU-like backend such as OpenCL's does not, and the conversions that
+    need one go through the CPU)."""
+    return _C.runs_host_kernels()
 
 
 # ---------------------------------------------------------------- typed storages
