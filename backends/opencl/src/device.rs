@@ -32,6 +32,8 @@ pub(crate) struct Properties {
 pub(crate) struct ClDevice {
     pub id: cl_device_id,
     pub properties: Properties,
+    /// Whether queues take priority hints (`cl_khr_priority_hints`).
+    pub priority_hints: bool,
     /// For synchronous operations, which the front has ordered after the
     /// device's default stream already.
     pub queue: cl_command_queue,
@@ -144,9 +146,43 @@ fn properties(id: cl_device_id, sub_device: Option<usize>) -> ClResult<Propertie
     })
 }
 
-/// An in-order queue on `device`, with profiling (events carry timestamps).
-pub(crate) fn create_queue(context: cl_context, device: cl_device_id) -> ClResult<cl_command_queue> {
-    let properties = [cl3::command_queue::CL_QUEUE_PROPERTIES as u64, cl3::command_queue::CL_QUEUE_PROFILING_ENABLE, 0];
+/// `cl_khr_priority_hints`: the queue property and its high level.
+const CL_QUEUE_PRIORITY_KHR: u64 = 0x1096;
+const CL_QUEUE_PRIORITY_HIGH_KHR: u64 = 1 << 0;
+
+/// The stream priorities offered, CUDA's way (a lower number is a higher
+/// priority), as (least, greatest): two levels where every device takes
+/// `cl_khr_priority_hints` (0, the default, is the runtime's default medium
+/// hint; -1 asks for its high hint), else the single level 0. (A low hint
+/// is not offered: the default stream would rank above it, and CUDA's
+/// default priority is the least.)
+pub(crate) fn priority_range(devices: &[ClDevice]) -> (i32, i32) {
+    if !devices.is_empty() && devices.iter().all(|d| d.priority_hints) {
+        (0, -1)
+    } else {
+        (0, 0)
+    }
+}
+
+/// The priority hint of a queue for an xdal stream priority (the front has
+/// checked it lies in the range above).
+fn priority_hint(priority: i32, hints: bool) -> Option<u64> {
+    (hints && priority < 0).then_some(CL_QUEUE_PRIORITY_HIGH_KHR)
+}
+
+/// An in-order queue on `device`, with profiling (events carry timestamps)
+/// and the priority hint of `priority`.
+pub(crate) fn create_queue(context: cl_context, device: &ClDevice, priority: i32) -> ClResult<cl_command_queue> {
+    create_queue_on(context, device.id, priority_hint(priority, device.priority_hints))
+}
+
+fn create_queue_on(context: cl_context, device: cl_device_id, hint: Option<u64>) -> ClResult<cl_command_queue> {
+    let mut properties =
+        vec![cl3::command_queue::CL_QUEUE_PROPERTIES as u64, cl3::command_queue::CL_QUEUE_PROFILING_ENABLE];
+    if let Some(hint) = hint {
+        properties.extend([CL_QUEUE_PRIORITY_KHR, hint]);
+    }
+    properties.push(0);
     // SAFETY: the property list is zero-terminated; context and device are live.
     unsafe { cl3::command_queue::create_command_queue_with_properties(context, device, properties.as_ptr()) }
         .cl("clCreateCommandQueueWithProperties")
@@ -208,7 +244,10 @@ pub(crate) fn discover(config: &Config) -> Result<(crate::device::Context, Vec<C
             Ok(ClDevice {
                 id,
                 properties,
-                queue: create_queue(context.0, id)?,
+                priority_hints: info_text(id, cl3::device::CL_DEVICE_EXTENSIONS)
+                    .split_whitespace()
+                    .any(|e| e == "cl_khr_priority_hints"),
+                queue: create_queue_on(context.0, id, None)?,
                 streams: Mutex::new(Vec::new()),
                 retired: Mutex::new(Vec::new()),
             })
@@ -247,4 +286,16 @@ fn choose(svm: Vec<cl_device_id>, config: &Config) -> Result<(Vec<cl_device_id>,
     let subs = cl3::device::create_sub_devices(first, &properties)
         .map_err(|code| format!("clCreateSubDevices failed: OpenCL error {code}"))?;
     Ok((subs.into_iter().take(wanted).collect(), true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_negative_priority_asks_for_the_high_hint_and_only_with_hints() {
+        assert_eq!(priority_hint(-1, true), Some(CL_QUEUE_PRIORITY_HIGH_KHR));
+        assert_eq!(priority_hint(0, true), None, "the default priority keeps the runtime's default");
+        assert_eq!(priority_hint(-1, false), None);
+    }
 }

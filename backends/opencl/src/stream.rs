@@ -37,12 +37,13 @@ unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
 
 impl Stream {
-    /// A new stream on `device`, known to the device for its synchronization.
-    pub fn create(device: usize) -> ClResult<Arc<Stream>> {
+    /// A new stream on `device` with `priority` (within `priority_range`),
+    /// known to the device for its synchronization.
+    pub fn create(device: usize, priority: i32) -> ClResult<Arc<Stream>> {
         let cl = crate::opencl();
         let dev = cl.device(device);
         dev.prune_retired();
-        let queue = Arc::new(Queue(crate::device::create_queue(cl.context.0, dev.id)?));
+        let queue = Arc::new(Queue(crate::device::create_queue(cl.context.0, dev, priority)?));
         let stream =
             Arc::new(Stream { device, queue, last: Mutex::new(None), error: Mutex::new(None), host: Mutex::new(None) });
         dev.streams.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&stream));

@@ -56,3 +56,19 @@ pub(super) unsafe extern "C" fn can_access_peer(device: c_int, peer: c_int, can_
         Ok(())
     })
 }
+
+pub(super) unsafe extern "C" fn stream_priority_range(
+    _device: c_int,
+    least: *mut c_int,
+    greatest: *mut c_int,
+) -> xdal_status_raw {
+    entry(|| {
+        let (low, high) = crate::device::priority_range(&crate::opencl().devices);
+        // SAFETY: the front passes valid output pointers.
+        unsafe {
+            least.write(low);
+            greatest.write(high);
+        }
+        Ok(())
+    })
+}

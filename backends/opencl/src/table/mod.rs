@@ -1,6 +1,6 @@
 //! The OpenCL backend's table and getter: the only way in. Entries left
-//! NULL take the front's fallbacks (stream priorities, statistics,
-//! stream-ordered allocation) or are `XDAL_ERROR_NOT_SUPPORTED`.
+//! NULL take the front's fallbacks (statistics, stream-ordered allocation)
+//! or are `XDAL_ERROR_NOT_SUPPORTED`.
 mod device;
 mod event;
 mod kernel;
@@ -24,7 +24,7 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     device_get_count: Some(device::get_count),
     device_get_properties: Some(device::get_properties),
     device_synchronize: Some(device::synchronize),
-    device_get_stream_priority_range: None,
+    device_get_stream_priority_range: Some(device::stream_priority_range),
     device_can_access_peer: Some(device::can_access_peer),
     mem_get_info: None,
     mem_alloc: Some(memory::malloc),

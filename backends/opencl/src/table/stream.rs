@@ -9,11 +9,11 @@ use xdal_abi::*;
 pub(super) unsafe extern "C" fn create(
     device: c_int,
     _flags: u32,
-    _priority: c_int,
+    priority: c_int,
     out: *mut xdal_backend_stream_t,
 ) -> xdal_status_raw {
     entry(|| {
-        let stream = Stream::create(device as usize)?;
+        let stream = Stream::create(device as usize, priority)?;
         // SAFETY: the front passes a valid output pointer.
         unsafe { out.write(xdal_backend_support::arc_into_handle(stream)) };
         Ok(())
