@@ -1,13 +1,14 @@
-//! Streams: one in-order OpenCL command queue each. Host functions run in
-//! stream order on a thread of the stream's own (never inside an OpenCL
-//! callback, where the runtime forbids blocking calls): a marker says when
-//! the work before is done, and a user event holds the work after until
-//! the function has returned.
+//! Streams: one in-order OpenCL command queue each, flushed as `Flusher`
+//! says. Host functions run in stream order on a thread of the stream's
+//! own (never inside an OpenCL callback, where the runtime forbids blocking
+//! calls): a marker says when the work before is done, and a user event
+//! holds the work after until the function has returned.
 use crate::device::Queue;
 use crate::error::{failure, ClCall, ClResult, Failure};
 use crate::event::ClEvent;
 use cl3::types::{cl_command_queue, cl_event};
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use xdal_abi::xdal_host_fn_t;
@@ -22,6 +23,7 @@ struct HostCall {
 pub(crate) struct Stream {
     pub device: usize,
     queue: Arc<Queue>,
+    flusher: Arc<Flusher>,
     /// The last command enqueued: in order, its completion is the stream's.
     last: Mutex<Option<Arc<ClEvent>>>,
     /// The first failure seen, returned by every later query (sticky, as a
@@ -44,14 +46,21 @@ impl Stream {
         let dev = cl.device(device);
         dev.prune_retired();
         let queue = Arc::new(Queue(crate::device::create_queue(cl.context.0, dev, priority)?));
-        let stream =
-            Arc::new(Stream { device, queue, last: Mutex::new(None), error: Mutex::new(None), host: Mutex::new(None) });
+        let flusher = Arc::new(Flusher::new(queue.clone()));
+        let stream = Arc::new(Stream {
+            device,
+            queue,
+            flusher,
+            last: Mutex::new(None),
+            error: Mutex::new(None),
+            host: Mutex::new(None),
+        });
         dev.streams.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&stream));
         Ok(stream)
     }
 
     /// Enqueues one command (`command` returns its event), which becomes
-    /// the stream's last, and flushes so that it starts. Returns the
+    /// the stream's last, and sees that it starts (`Flusher`). Returns the
     /// command's event.
     pub fn enqueue(
         &self,
@@ -61,7 +70,7 @@ impl Stream {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         let event = Arc::new(ClEvent(command(self.queue.0).cl(what)?));
         *last = Some(event.clone());
-        cl3::command_queue::flush(self.queue.0).cl("clFlush")?;
+        self.flusher.enqueued(&event)?;
         Ok(event)
     }
 
@@ -133,6 +142,68 @@ impl Stream {
             .expect("started above")
             .send(call)
             .map_err(|_| failure!(XDAL_ERROR_INTERNAL, "the stream's host-function thread has stopped"))
+    }
+}
+
+/// When a stream's commands are issued. OpenCL issues a queue's commands
+/// to the device only at a flush; xdal's work, as CUDA's, starts without
+/// one. A flush after every command costs several microseconds on PoCL (it
+/// wakes the runtime's threads), a large part of a launch. So a command is
+/// flushed at once only when nothing flushed before it is still running;
+/// otherwise it waits for the running command's completion callback, which
+/// flushes whatever came in the meantime. Every command is issued by the
+/// time the commands before it have completed, with one flush per busy
+/// period instead of one per command.
+struct Flusher {
+    queue: Arc<Queue>,
+    /// A flushed command has a completion callback still to run.
+    in_flight: AtomicBool,
+    /// Commands enqueued since the last flush.
+    unflushed: AtomicBool,
+}
+
+impl Flusher {
+    fn new(queue: Arc<Queue>) -> Flusher {
+        Flusher { queue, in_flight: AtomicBool::new(false), unflushed: AtomicBool::new(false) }
+    }
+
+    /// After a command (`event`) is enqueued: flushes it and watches for its
+    /// completion if nothing is in flight; else the callback in flight will
+    /// flush it. (`unflushed` is set before `in_flight` is read, and the
+    /// callback clears `in_flight` before it reads `unflushed`: whichever of
+    /// the two comes second sees the other's write, so no command is left
+    /// unissued.)
+    fn enqueued(self: &Arc<Self>, event: &ClEvent) -> ClResult<()> {
+        self.unflushed.store(true, Ordering::SeqCst);
+        if self.in_flight.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        self.unflushed.store(false, Ordering::SeqCst);
+        cl3::command_queue::flush(self.queue.0).cl("clFlush")?;
+        let watcher = Arc::into_raw(self.clone()).cast_mut().cast::<c_void>();
+        let watched = cl3::event::set_event_callback(event.0, cl3::event::CL_COMPLETE, flush_after, watcher);
+        if watched.is_err() {
+            // SAFETY: the callback was not registered: this reference is
+            // still ours to give back.
+            drop(unsafe { Arc::from_raw(watcher.cast::<Flusher>()) });
+            // Without a watcher every command is flushed as it comes.
+            self.in_flight.store(false, Ordering::SeqCst);
+            watched.cl("clSetEventCallback")?;
+        }
+        Ok(())
+    }
+}
+
+/// The completion callback of a flushed command: flushes what was enqueued
+/// after it. clFlush is not among the calls a callback must not make.
+extern "C" fn flush_after(_event: cl_event, _status: i32, watcher: *mut c_void) {
+    // SAFETY: `enqueued` gave this callback one reference to the flusher.
+    let flusher = unsafe { Arc::from_raw(watcher.cast_const().cast::<Flusher>()) };
+    flusher.in_flight.store(false, Ordering::SeqCst);
+    if flusher.unflushed.swap(false, Ordering::SeqCst) {
+        // A failed flush leaves the commands to the next synchronization
+        // (clFinish issues them); no caller to report it to here.
+        let _ = cl3::command_queue::flush(flusher.queue.0);
     }
 }
 
