@@ -188,7 +188,7 @@ extern "C" {
 /// default built-in one.
 fn load() -> Result<Backend, Error> {
     let builtin = |b: &BuiltinBackend| (b.name.to_string(), Some(b.getter));
-    let requested = std::env::var("XDAL_BACKEND").unwrap_or_default();
+    let requested = xdal_backend_support::env::var("XDAL_BACKEND").unwrap_or_default();
     let (label, getter) = match requested.as_str() {
         // SAFETY: the shim only reads a weak symbol's address.
         "" => match unsafe { xdal_front_linked_backend_getter() } {

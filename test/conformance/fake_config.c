@@ -5,6 +5,7 @@
      test_bad_device_count_init   XDAL_FAKE_DEVICE_COUNT=banana (xdal_init first)
      test_bad_device_count_lazy   XDAL_FAKE_DEVICE_COUNT=banana (no xdal_init)
      test_unknown_backend         XDAL_BACKEND=nonexistent-name
+     test_empty_values            every XDAL_FAKE_* variable and XDAL_BACKEND set to ""
 
    A test whose environment is not there (or that names another backend
    where the test is about the fake one) is skipped. */
@@ -213,11 +214,33 @@ static void test_unknown_backend(void) {
   check_unavailable_everywhere();
 }
 
+/* An empty value means "not set", for every variable: the defaults apply. */
+static void test_empty_values(void) {
+  if (!env_is("XDAL_BACKEND", "") || !env_is("XDAL_FAKE_DEVICE_COUNT", "") || !env_is("XDAL_FAKE_MEMORY_BYTES", "") ||
+      !env_is("XDAL_FAKE_PROTECT", "") || !env_is("XDAL_FAKE_WORKERS", ""))
+    SKIP("needs XDAL_BACKEND, XDAL_FAKE_DEVICE_COUNT, _MEMORY_BYTES, _PROTECT and _WORKERS set to \"\"");
+  REQUIRE_OK(xdal_init());
+  CHECK_STR_EQ(xdal_backend_name(), "fake");
+  int count = 0;
+  CHECK_OK(xdal_device_get_count(&count));
+  CHECK_MSG(count == 2, "the default of two devices, not %d", count);
+  size_t free_bytes = 0, total = 0;
+  CHECK_OK(xdal_mem_get_info(&free_bytes, &total));
+  CHECK_MSG(total == (size_t)16 << 30, "the default 16 GiB per device, not %zu", total);
+  /* Not protected: the host reads device memory. */
+  void *p = NULL;
+  REQUIRE_OK(xdal_malloc(&p, 64));
+  CHECK_OK(xdal_memset(p, 7, 64));
+  CHECK(((volatile unsigned char *)p)[63] == 7);
+  CHECK_OK(xdal_free(p));
+}
+
 static const harness_test_t tests[] = {
     HARNESS_TEST(test_three_devices_64m),
     HARNESS_TEST(test_bad_device_count_init),
     HARNESS_TEST(test_bad_device_count_lazy),
     HARNESS_TEST(test_unknown_backend),
+    HARNESS_TEST(test_empty_values),
 };
 
 HARNESS_MAIN(tests)

@@ -1,5 +1,5 @@
 //! The fake backend's settings, read once from the environment.
-use std::env;
+use xdal_backend_support::env;
 
 /// What `XDAL_FAKE_*` asked for. Documented in the README.
 #[derive(Clone, Debug)]
@@ -40,10 +40,10 @@ fn parse_var(
     min: usize,
     max: usize,
 ) -> Result<usize, String> {
-    let Ok(text) = env::var(name) else {
+    let Some(text) = env::var(name) else {
         return Ok(default);
     };
-    match parse(text.trim()) {
+    match parse(&text) {
         Some(v) if (min..=max).contains(&v) => Ok(v),
         _ => Err(format!("{name}={text:?} is not valid: expected a value from {min} to {max}")),
     }

@@ -125,7 +125,7 @@ struct CacheKey {
 
 /// `XDAL_OPENCL_CACHE_DIR`, when set and not empty.
 fn cache_dir() -> Option<PathBuf> {
-    std::env::var_os("XDAL_OPENCL_CACHE_DIR").filter(|dir| !dir.is_empty()).map(PathBuf::from)
+    xdal_backend_support::env::var("XDAL_OPENCL_CACHE_DIR").map(PathBuf::from)
 }
 
 fn device_text(id: cl_device_id, what: u32) -> String {
