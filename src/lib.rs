@@ -14,6 +14,7 @@
 
 mod api;
 mod backend;
+mod builtin_args;
 mod builtin_backends;
 mod dispatch;
 mod error;

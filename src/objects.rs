@@ -4,6 +4,7 @@
 //! goes, so a call racing with a destroy never reaches a freed backend
 //! object.
 use crate::backend::{backend, call, Backend, DeviceIndex};
+use crate::builtin_args::BuiltinArgs;
 use crate::error::{bail, err, Error, XResult};
 use crate::handles::{HandleTable, Ref};
 use crate::lock::IgnorePoison;
@@ -175,6 +176,9 @@ pub(crate) fn event(handle: xdal_event_t) -> XResult<Ref<EventObj>> {
 /// one handle, and unloading invalidates them all.
 pub(crate) struct ModuleObj {
     pub native: xdal_backend_module_t,
+    /// The module of built-in kernels (`xdal_module_get_builtin`), whose
+    /// arguments the front knows how to check.
+    builtin: bool,
     functions: Mutex<HashMap<CString, usize>>,
     backend: &'static Backend,
 }
@@ -185,8 +189,8 @@ unsafe impl Send for ModuleObj {}
 unsafe impl Sync for ModuleObj {}
 
 impl ModuleObj {
-    pub fn new(backend: &'static Backend, native: xdal_backend_module_t) -> Arc<ModuleObj> {
-        Arc::new(ModuleObj { native, functions: Mutex::new(HashMap::new()), backend })
+    pub fn new(backend: &'static Backend, native: xdal_backend_module_t, builtin: bool) -> Arc<ModuleObj> {
+        Arc::new(ModuleObj { native, builtin, functions: Mutex::new(HashMap::new()), backend })
     }
 
     /// The handle of the function `name`, made on first request.
@@ -197,7 +201,8 @@ impl ModuleObj {
         }
         let mut native: xdal_backend_function_t = std::ptr::null_mut();
         call!(self.backend, module_get_function(self.native, name.as_ptr(), &mut native))?;
-        let function = Arc::new(FunctionObj { native, backend: self.backend });
+        let builtin = if self.builtin { BuiltinArgs::of(&name.to_string_lossy()) } else { None };
+        let function = Arc::new(FunctionObj { native, builtin, backend: self.backend });
         let handle = insert_handle(&FUNCTIONS, function, "functions")?;
         functions.insert(name.to_owned(), handle);
         Ok(handle)
@@ -221,6 +226,8 @@ impl Drop for ModuleObj {
 /// A launchable kernel.
 pub(crate) struct FunctionObj {
     pub native: xdal_backend_function_t,
+    /// For a built-in kernel, its signature: launches are checked with it.
+    pub builtin: Option<BuiltinArgs>,
     backend: &'static Backend,
 }
 
@@ -231,7 +238,7 @@ unsafe impl Sync for FunctionObj {}
 
 impl FunctionObj {
     pub fn new(backend: &'static Backend, native: xdal_backend_function_t) -> Arc<FunctionObj> {
-        Arc::new(FunctionObj { native, backend })
+        Arc::new(FunctionObj { native, builtin: None, backend })
     }
 }
 

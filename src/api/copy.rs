@@ -13,7 +13,7 @@ use xdal_abi::*;
 
 /// Classifies `[addr, addr + bytes)`, refusing ranges that run past their
 /// allocation and device addresses outside any live allocation.
-fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult<MemoryType> {
+pub(crate) fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult<MemoryType> {
     if let Some([side]) = REGISTRY.cached_sides([addr], bytes) {
         return Ok(side);
     }

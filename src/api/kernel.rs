@@ -1,5 +1,7 @@
 //! Kernels: modules, functions and launches.
+use crate::api::copy::classify;
 use crate::backend::{backend, call, Backend};
+use crate::builtin_args::check_reaches;
 use crate::error::{bail, boundary, require, Out, XResult};
 use crate::lock::IgnorePoison;
 use crate::objects::{insert_handle, FunctionObj, ModuleObj, FUNCTIONS, MODULES};
@@ -8,8 +10,13 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::Mutex;
 use xdal_abi::*;
 
-fn publish_module(backend: &'static Backend, native: xdal_backend_module_t, out: Out<xdal_module_t>) -> XResult<()> {
-    let handle = insert_handle(&MODULES, ModuleObj::new(backend, native), "modules")?;
+fn publish_module(
+    backend: &'static Backend,
+    native: xdal_backend_module_t,
+    builtin: bool,
+    out: Out<xdal_module_t>,
+) -> XResult<()> {
+    let handle = insert_handle(&MODULES, ModuleObj::new(backend, native, builtin), "modules")?;
     out.write(handle as xdal_module_t);
     Ok(())
 }
@@ -27,7 +34,7 @@ pub extern "C" fn xdal_module_load(module: *mut xdal_module_t, path: *const c_ch
         let backend = backend()?;
         let mut native = std::ptr::null_mut();
         call!(backend, module_load(path, &mut native))?;
-        publish_module(backend, native, out)
+        publish_module(backend, native, false, out)
     })
 }
 
@@ -48,7 +55,7 @@ pub extern "C" fn xdal_module_load_data(
         let backend = backend()?;
         let mut native = std::ptr::null_mut();
         call!(backend, module_load_data(image, bytes, &mut native))?;
-        publish_module(backend, native, out)
+        publish_module(backend, native, false, out)
     })
 }
 
@@ -65,7 +72,7 @@ pub extern "C" fn xdal_module_get_builtin(module: *mut xdal_module_t) -> xdal_st
         let backend = backend()?;
         let mut native = std::ptr::null_mut();
         call!(backend, module_get_builtin(&mut native))?;
-        publish_module(backend, native, out)
+        publish_module(backend, native, true, out)
     })
 }
 
@@ -150,7 +157,13 @@ fn check_dims(what: &str, dims: xdal_dim3_t, limit: [u32; 3]) -> XResult<()> {
 /// argument values are copied now: the caller may reuse them as soon as
 /// this returns. Zero or too large dimensions, too much shared memory, or
 /// argument sizes a built-in kernel does not take are
-/// `XDAL_ERROR_INVALID_VALUE`. A kernel that fails makes the stream report
+/// `XDAL_ERROR_INVALID_VALUE`, as is a `num_args` above 4096 (the byte
+/// limit of all arguments together), refused before `args` is read. For
+/// a built-in kernel every pointer argument, with the bytes the kernel
+/// will touch from it, must lie inside one live allocation of the
+/// stream's device, else `XDAL_ERROR_INVALID_POINTER` (a message names
+/// the argument) and nothing is enqueued. A kernel that fails makes the
+/// stream report
 /// `XDAL_ERROR_LAUNCH_FAILED` at its next synchronize or query.
 #[no_mangle]
 pub extern "C" fn xdal_launch_kernel(
@@ -184,6 +197,15 @@ pub extern "C" fn xdal_launch_kernel(
                 props.shared_mem_per_block
             );
         }
+        // Every argument takes at least one byte: a count past the byte
+        // limit is refused before the caller's array is read at all.
+        if num_args > MAX_ARG_BYTES {
+            bail!(
+                XDAL_ERROR_INVALID_VALUE,
+                "num_args is {num_args}: arguments take at least a byte each, and at most {MAX_ARG_BYTES} bytes are \
+                 allowed"
+            );
+        }
         let args: &[xdal_kernel_arg_t] = if num_args == 0 {
             &[]
         } else {
@@ -203,6 +225,10 @@ pub extern "C" fn xdal_launch_kernel(
         }
         if total > MAX_ARG_BYTES {
             bail!(XDAL_ERROR_INVALID_VALUE, "the arguments take {total} bytes; at most {MAX_ARG_BYTES} are allowed");
+        }
+        if let Some(builtin) = &function.builtin {
+            let device = stream.device.get();
+            check_reaches(builtin, args, device, |addr, bytes, role| classify(backend, addr, bytes, role))?;
         }
         let args_ptr = if args.is_empty() { std::ptr::null() } else { args.as_ptr() };
         call!(backend, launch_kernel(function.native, grid, block, shared_mem_bytes, stream.native, args_ptr, num_args))
