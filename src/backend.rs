@@ -29,6 +29,39 @@ static BACKEND: OnceLock<Result<Backend, Error>> = OnceLock::new();
 /// with the reason, and never takes the process down.
 #[inline]
 pub(crate) fn backend() -> XResult<&'static Backend> {
+    match BACKEND.get() {
+        Some(loaded) => loaded.as_ref().map_err(Clone::clone),
+        None => load_once(),
+    }
+}
+
+thread_local! {
+    /// Set while this thread loads the backend: a call into xdal from the
+    /// backend's getter or start would wait for itself.
+    static LOADING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Loads the backend once, whichever thread asks first; the others wait
+/// for it. A call from inside the load (the backend's getter calling
+/// `xdal_init`, say) is refused rather than left waiting on itself.
+#[cold]
+fn load_once() -> XResult<&'static Backend> {
+    if LOADING.get() {
+        return Err(err!(
+            XDAL_ERROR_BACKEND_UNAVAILABLE,
+            "xdal was called while this thread is starting the backend (from the backend's getter or start, \
+             which must not call xdal functions): the call would wait for itself"
+        ));
+    }
+    /// Clears `LOADING` however the load ends, a panic included.
+    struct Loading;
+    impl Drop for Loading {
+        fn drop(&mut self) {
+            LOADING.set(false);
+        }
+    }
+    LOADING.set(true);
+    let _loading = Loading;
     BACKEND.get_or_init(load).as_ref().map_err(Clone::clone)
 }
 

@@ -6,6 +6,10 @@
  * memory (like examples/minimal_backend), plus last_error_message, so that
  * the tests can follow a backend's own message through the front. Plain C11
  * and <xdal/xdal_backend.h>; nothing of libxdal is called. */
+#if PLUGIN_VARIANT == 15
+#define _GNU_SOURCE /* RTLD_DEFAULT */
+#include <dlfcn.h>
+#endif
 #include <xdal/xdal_backend.h>
 
 #include <stdatomic.h>
@@ -28,6 +32,7 @@
 #define PLUGIN_NO_NAME 12     /* the table's name is NULL */
 #define PLUGIN_NO_GETTER 13   /* a shared library that is no plugin at all */
 #define PLUGIN_STATS_1_0 14   /* mem_get_stats as a backend built against 1.0 fills it */
+#define PLUGIN_REENTERS 15    /* the getter calls xdal_init (found with dlsym) */
 
 #ifndef PLUGIN_VARIANT
 #error "compile with -DPLUGIN_VARIANT=<n>"
@@ -368,6 +373,23 @@ xdal_status_t xdal_backend_get_v1(uint32_t front_abi_major, uint32_t front_abi_m
   return XDAL_ERROR_DEVICE_LOST;
 #elif PLUGIN_VARIANT == PLUGIN_NULL_TABLE
   *table = NULL;
+  return XDAL_SUCCESS;
+#elif PLUGIN_VARIANT == PLUGIN_REENTERS
+  /* What a careless backend does: calls into libxdal (already loaded, since
+     it is what calls this getter) while it starts. The front must refuse
+     the call, saying why, instead of waiting for itself; the getter then
+     finishes, and the backend starts. Any other outcome fails the start. */
+  xdal_status_t (*init)(void) = NULL;
+  xdal_status_t (*message)(char *, size_t, size_t *) = NULL;
+  *(void **)&init = dlsym(RTLD_DEFAULT, "xdal_init");
+  *(void **)&message = dlsym(RTLD_DEFAULT, "xdal_get_last_error_message");
+  if (init == NULL || message == NULL) return XDAL_ERROR_INTERNAL;
+  if (init() != XDAL_ERROR_BACKEND_UNAVAILABLE) return XDAL_ERROR_INTERNAL;
+  char text[512];
+  size_t needed = 0;
+  if (message(text, sizeof text, &needed) != XDAL_SUCCESS || strstr(text, "starting the backend") == NULL)
+    return XDAL_ERROR_INTERNAL;
+  *table = &plugin_table.v1;
   return XDAL_SUCCESS;
 #else
   *table = &plugin_table.v1;
