@@ -3,18 +3,27 @@
 //! their async and OOM outcomes; for backends built against 1.0, whose
 //! statistics end before `peak_reserved_bytes`, the reservations it has
 //! reported.
+use crate::lock::IgnorePoison;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use xdal_abi::xdal_mem_stats_t;
+
+/// The counts of one device, changed and read together under one lock,
+/// so that every read is a snapshot that satisfies the invariants
+/// semantics.md states (a peak is never below its current value).
+#[derive(Default)]
+struct Counts {
+    allocated: u64,
+    peak: u64,
+    allocs: u64,
+    frees: u64,
+    ooms: u64,
+}
 
 #[derive(Default)]
 struct DeviceCounts {
-    allocated: AtomicU64,
-    peak: AtomicU64,
-    allocs: AtomicU64,
-    frees: AtomicU64,
-    ooms: AtomicU64,
+    counts: Mutex<Counts>,
     /// The highest `reserved_bytes` a backend without `peak_reserved_bytes`
     /// reported for the device since the last reset.
     reserved_seen: AtomicU64,
@@ -32,51 +41,52 @@ fn counts(device: c_int) -> Option<&'static DeviceCounts> {
     all.get(usize::try_from(device).ok()?)
 }
 
-pub(crate) fn allocated(device: c_int, bytes: usize) {
+/// Changes the counts of `device` under its lock.
+fn update(device: c_int, change: impl FnOnce(&mut Counts)) {
     if let Some(c) = counts(device) {
-        let now = c.allocated.fetch_add(bytes as u64, Relaxed) + bytes as u64;
-        c.peak.fetch_max(now, Relaxed);
-        c.allocs.fetch_add(1, Relaxed);
+        change(&mut c.counts.lock().ignore_poison());
     }
+}
+
+pub(crate) fn allocated(device: c_int, bytes: usize) {
+    update(device, |c| {
+        c.allocated += bytes as u64;
+        c.peak = c.peak.max(c.allocated);
+        c.allocs += 1;
+    });
 }
 
 pub(crate) fn freed(device: c_int, bytes: usize) {
-    if let Some(c) = counts(device) {
-        c.allocated.fetch_sub(bytes as u64, Relaxed);
-        c.frees.fetch_add(1, Relaxed);
-    }
+    update(device, |c| {
+        c.allocated -= bytes as u64;
+        c.frees += 1;
+    });
 }
 
 pub(crate) fn out_of_memory(device: c_int) {
-    if let Some(c) = counts(device) {
-        c.ooms.fetch_add(1, Relaxed);
-    }
+    update(device, |c| c.ooms += 1);
 }
 
 /// The front's view of `device`: with no pool, reserved equals allocated,
 /// and so do their peaks.
 pub(crate) fn snapshot(device: c_int) -> xdal_mem_stats_t {
     let Some(c) = counts(device) else { return xdal_mem_stats_t::default() };
-    let allocated = c.allocated.load(Relaxed);
-    let peak = c.peak.load(Relaxed);
+    let c = c.counts.lock().ignore_poison();
     xdal_mem_stats_t {
         struct_size: std::mem::size_of::<xdal_mem_stats_t>(),
-        allocated_bytes: allocated,
-        reserved_bytes: allocated,
-        peak_allocated_bytes: peak,
-        num_allocs: c.allocs.load(Relaxed),
-        num_frees: c.frees.load(Relaxed),
-        num_ooms: c.ooms.load(Relaxed),
-        // An allocation counted but not yet in the peak is still reserved.
-        peak_reserved_bytes: peak.max(allocated),
+        allocated_bytes: c.allocated,
+        reserved_bytes: c.allocated,
+        peak_allocated_bytes: c.peak,
+        num_allocs: c.allocs,
+        num_frees: c.frees,
+        num_ooms: c.ooms,
+        peak_reserved_bytes: c.peak,
     }
 }
 
 /// Resets the front's allocation peak, for backends without statistics.
 pub(crate) fn reset_peak(device: c_int) {
-    if let Some(c) = counts(device) {
-        c.peak.store(c.allocated.load(Relaxed), Relaxed);
-    }
+    update(device, |c| c.peak = c.allocated);
 }
 
 /// Fills `peak_reserved_bytes` of statistics from a backend that left it

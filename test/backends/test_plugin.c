@@ -85,6 +85,16 @@ static xdal_status_t plugin_device_get_properties(int device, xdal_device_proper
   return XDAL_SUCCESS;
 }
 
+/* The memory counts change and are read under one lock, so that a
+   statistics read is a snapshot (docs/porting.md asks this of every
+   backend's mem_get_stats). */
+static atomic_flag plugin_books = ATOMIC_FLAG_INIT;
+static void plugin_books_lock(void) {
+  while (atomic_flag_test_and_set_explicit(&plugin_books, memory_order_acquire)) {
+  }
+}
+static void plugin_books_unlock(void) { atomic_flag_clear_explicit(&plugin_books, memory_order_release); }
+
 /* --- Statistics as a 1.0 backend keeps them ------------------------------------------
    A backend built against the 1.0 headers knows xdal_mem_stats_t up to
    num_ooms: it writes no byte past that, whatever struct_size the front
@@ -109,11 +119,13 @@ static xdal_status_t plugin_mem_get_stats(int device, xdal_mem_stats_t *stats) {
   (void)device;
   xdal_mem_stats_t mine;
   memset(&mine, 0, sizeof mine);
+  plugin_books_lock();
   mine.allocated_bytes = atomic_load(&plugin_used);
   mine.reserved_bytes = mine.allocated_bytes;
   mine.peak_allocated_bytes = atomic_load(&plugin_peak_used);
   mine.num_allocs = atomic_load(&plugin_allocs);
   mine.num_frees = atomic_load(&plugin_frees);
+  plugin_books_unlock();
   size_t fits = stats->struct_size < PLUGIN_STATS_1_0_SIZE ? stats->struct_size : PLUGIN_STATS_1_0_SIZE;
   if (fits > sizeof(size_t))
     memcpy((char *)stats + sizeof(size_t), (const char *)&mine + sizeof(size_t), fits - sizeof(size_t));
@@ -122,7 +134,9 @@ static xdal_status_t plugin_mem_get_stats(int device, xdal_mem_stats_t *stats) {
 
 static xdal_status_t plugin_mem_reset_peak_stats(int device) {
   (void)device;
+  plugin_books_lock();
   atomic_store(&plugin_peak_used, atomic_load(&plugin_used));
+  plugin_books_unlock();
   return XDAL_SUCCESS;
 }
 #else
@@ -143,18 +157,22 @@ static xdal_status_t plugin_mem_alloc(int device, size_t size, void **ptr) {
   if (size == PLUGIN_SIZE_BAD_STATUS) return (xdal_status_t)77;
   if ((uint64_t)size > PLUGIN_MEMORY_BYTES) return plugin_fail(XDAL_ERROR_OUT_OF_MEMORY, "test-plugin: too big");
   size_t rounded = (size + PLUGIN_ALIGN - 1) / PLUGIN_ALIGN * PLUGIN_ALIGN;
-  uint_least64_t used = atomic_load(&plugin_used);
-  do {
-    if (used + rounded > PLUGIN_MEMORY_BYTES) return plugin_fail(XDAL_ERROR_OUT_OF_MEMORY, "test-plugin: full");
-  } while (!atomic_compare_exchange_weak(&plugin_used, &used, used + rounded));
   unsigned char *block = aligned_alloc(PLUGIN_ALIGN, PLUGIN_ALIGN + rounded);
-  if (block == NULL) {
-    atomic_fetch_sub(&plugin_used, rounded);
-    return plugin_fail(XDAL_ERROR_OUT_OF_MEMORY, "test-plugin: malloc failed");
+  if (block == NULL) return plugin_fail(XDAL_ERROR_OUT_OF_MEMORY, "test-plugin: malloc failed");
+  plugin_books_lock();
+  uint_least64_t used = atomic_load(&plugin_used);
+  int fits = used + rounded <= PLUGIN_MEMORY_BYTES;
+  if (fits) {
+    atomic_store(&plugin_used, used + rounded);
+    plugin_note_alloc(used + rounded);
+  }
+  plugin_books_unlock();
+  if (!fits) {
+    free(block);
+    return plugin_fail(XDAL_ERROR_OUT_OF_MEMORY, "test-plugin: full");
   }
   memcpy(block, &rounded, sizeof rounded);
   *ptr = block + PLUGIN_ALIGN;
-  plugin_note_alloc(used + rounded);
   return XDAL_SUCCESS;
 }
 
@@ -163,11 +181,13 @@ static xdal_status_t plugin_mem_free(int device, void *ptr) {
   unsigned char *block = (unsigned char *)ptr - PLUGIN_ALIGN;
   size_t rounded = 0;
   memcpy(&rounded, block, sizeof rounded);
+  plugin_books_lock();
   atomic_fetch_sub(&plugin_used, rounded);
-  free(block);
 #if PLUGIN_VARIANT == PLUGIN_STATS_1_0
   atomic_fetch_add(&plugin_frees, 1);
 #endif
+  plugin_books_unlock();
+  free(block);
   return XDAL_SUCCESS;
 }
 

@@ -1,7 +1,10 @@
 /* peak_reserved_bytes (since 1.1): the highest reserved_bytes since the
    device started or the last xdal_mem_reset_peak_stats, which resets it to
    the current reserved_bytes; and the struct_size rule for callers built
-   against 1.0, whose xdal_mem_stats_t ends before the field. */
+   against 1.0, whose xdal_mem_stats_t ends before the field. Every read is
+   a consistent snapshot, whatever other threads and streams do meanwhile,
+   and xdal_free_async takes the caller's bytes out of allocated_bytes at
+   the call, for pool and plain blocks alike. */
 #include "harness.h"
 
 #define CANARY 0xA5
@@ -125,6 +128,116 @@ static void test_peak_counts_pool_blocks(void) {
   CHECK_OK(xdal_stream_destroy(st));
 }
 
+/* The invariants every read must satisfy (semantics.md); 0 when broken,
+   with the read described in `why`. */
+static int consistent(const xdal_mem_stats_t *s, char *why, size_t len) {
+  const char *broken = s->allocated_bytes > s->reserved_bytes                 ? "allocated > reserved"
+                       : s->peak_allocated_bytes < s->allocated_bytes         ? "peak_allocated < allocated"
+                       : s->peak_reserved_bytes < s->reserved_bytes           ? "peak_reserved < reserved"
+                       : s->peak_reserved_bytes < s->peak_allocated_bytes     ? "peak_reserved < peak_allocated"
+                                                                              : NULL;
+  if (broken == NULL) return 1;
+  snprintf(why, len, "%s: allocated %llu reserved %llu peak_allocated %llu peak_reserved %llu", broken,
+           (unsigned long long)s->allocated_bytes, (unsigned long long)s->reserved_bytes,
+           (unsigned long long)s->peak_allocated_bytes, (unsigned long long)s->peak_reserved_bytes);
+  return 0;
+}
+
+static atomic_int churn_stop;
+
+static void *churn(void *arg) {
+  (void)arg;
+  if (xdal_device_set(0) != XDAL_SUCCESS) return NULL;
+  while (!atomic_load(&churn_stop)) {
+    void *p = NULL;
+    if (xdal_malloc(&p, 1 << 20) != XDAL_SUCCESS) break;
+    if (xdal_free(p) != XDAL_SUCCESS) break;
+  }
+  return NULL;
+}
+
+static void test_reads_are_snapshots_while_another_thread_allocates(void) {
+  REQUIRE(quiesce(0));
+  xdal_mem_stats_t before;
+  REQUIRE(get_stats(0, &before));
+  atomic_store(&churn_stop, 0);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, NULL, churn, NULL) == 0);
+  int reads = 0, broken = 0;
+  char first[256] = "";
+  double start = now_ms();
+  while (reads < 200000 && now_ms() - start < 300) {
+    xdal_mem_stats_t s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    if (reads % 2 == 0 && xdal_mem_reset_peak_stats(0) != XDAL_SUCCESS) broken++;
+    if (xdal_mem_get_stats(0, &s) != XDAL_SUCCESS) broken++;
+    char why[256];
+    if (!consistent(&s, why, sizeof why) && broken++ == 0) snprintf(first, sizeof first, "%s", why);
+    reads++;
+  }
+  atomic_store(&churn_stop, 1);
+  pthread_join(thread, NULL);
+  CHECK_MSG(broken == 0, "%d of %d reads broke the invariants; the first: %s", broken, reads, first);
+  /* And once every thread stopped, the peaks are sane again and stay so. */
+  REQUIRE(quiesce(0));
+  xdal_mem_stats_t after;
+  REQUIRE(get_stats(0, &after));
+  char why[256];
+  CHECK_MSG(consistent(&after, why, sizeof why), "after the threads stopped: %s", why);
+  CHECK_EQ_U(after.allocated_bytes, before.allocated_bytes);
+}
+
+static void test_free_async_counts_at_the_call(void) {
+  REQUIRE(quiesce(0));
+  xdal_stream_t st = NULL;
+  REQUIRE_OK(xdal_stream_create(&st, XDAL_STREAM_DEFAULT, 0));
+  xdal_mem_stats_t s0, s;
+  REQUIRE(get_stats(0, &s0));
+  const size_t size = 1 << 20;
+  void *plain = NULL, *pooled = NULL;
+  REQUIRE_OK(xdal_malloc(&plain, size));
+  REQUIRE_OK(xdal_malloc_async(&pooled, size, st));
+  REQUIRE(get_stats(0, &s));
+  CHECK_EQ_U(s.allocated_bytes, s0.allocated_bytes + 2 * size);
+  /* Work ahead of the frees: the stream reaches them later. */
+  static atomic_int ran;
+  atomic_store(&ran, 0);
+  CHECK_OK(xdal_launch_host_func(st, increment_host_fn, &ran));
+  CHECK_OK(xdal_free_async(pooled, st));
+  REQUIRE(get_stats(0, &s));
+  CHECK_MSG(s.allocated_bytes == s0.allocated_bytes + size,
+            "a pool block's free_async: allocated_bytes %llu, expected %llu at the call",
+            (unsigned long long)s.allocated_bytes, (unsigned long long)(s0.allocated_bytes + size));
+  CHECK_OK(xdal_free_async(plain, st));
+  REQUIRE(get_stats(0, &s));
+  CHECK_MSG(s.allocated_bytes == s0.allocated_bytes,
+            "an xdal_malloc block's free_async: allocated_bytes %llu, expected %llu at the call",
+            (unsigned long long)s.allocated_bytes, (unsigned long long)s0.allocated_bytes);
+  CHECK_OK(xdal_stream_synchronize(st));
+  CHECK_EQ(atomic_load(&ran), 1);
+  /* Single-threaded reads racing the stream's own frees stay consistent. */
+  int broken = 0;
+  char first[256] = "";
+  for (int i = 0; i < 2000; i++) {
+    void *p = NULL;
+    if (!CHECK_OK(xdal_malloc(&p, size))) break;
+    CHECK_OK(xdal_free_async(p, st));
+    xdal_mem_stats_t r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    CHECK_OK(xdal_mem_get_stats(0, &r));
+    char why[256];
+    if (!consistent(&r, why, sizeof why) && broken++ == 0) snprintf(first, sizeof first, "%s", why);
+  }
+  CHECK_MSG(broken == 0, "%d reads after free_async broke the invariants; the first: %s", broken, first);
+  CHECK_OK(xdal_stream_synchronize(st));
+  CHECK_OK(xdal_stream_destroy(st));
+  REQUIRE(quiesce(0));
+  REQUIRE(get_stats(0, &s));
+  CHECK_EQ_U(s.allocated_bytes, s0.allocated_bytes);
+}
+
 static void test_peaks_are_per_device(void) {
   int count = device_count();
   if (count < 2) SKIP("per-device peaks need 2 devices, have %d", count);
@@ -215,6 +328,8 @@ static const harness_test_t tests[] = {
     HARNESS_TEST(test_peak_moves_up_with_allocation_and_stays_after_free),
     HARNESS_TEST(test_peak_sees_growth_between_reads),
     HARNESS_TEST(test_peak_counts_pool_blocks),
+    HARNESS_TEST(test_reads_are_snapshots_while_another_thread_allocates),
+    HARNESS_TEST(test_free_async_counts_at_the_call),
     HARNESS_TEST(test_peaks_are_per_device),
     HARNESS_TEST(test_bad_reset_changes_nothing),
     HARNESS_TEST(test_caller_built_against_1_0),

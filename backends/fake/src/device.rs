@@ -19,7 +19,11 @@ pub(crate) struct FakeDevice {
     pub index: usize,
     pub capacity: usize,
     pub region: Region,
-    heap: Mutex<Heap>,
+    /// The heap and the statistics, under one lock: a statistics read is a
+    /// snapshot of both, so it always satisfies the invariants
+    /// semantics.md states (allocated <= reserved, each peak at least its
+    /// current value, peak_reserved >= peak_allocated).
+    books: Mutex<Books>,
     pool: Mutex<Pool>,
     streams: Mutex<AddrMap<u64, Weak<Stream>>>,
     /// Streams of this device that are not idle (queued, running or
@@ -28,11 +32,42 @@ pub(crate) struct FakeDevice {
     /// Live streams with a sticky error, so that an idle device with none
     /// synchronizes without visiting its streams.
     pub failed_streams: AtomicU64,
-    allocated: AtomicU64,
-    peak: AtomicU64,
-    num_allocs: AtomicU64,
-    num_frees: AtomicU64,
-    num_ooms: AtomicU64,
+}
+
+/// Which free `FakeDevice::heap_free` counts.
+#[derive(Clone, Copy)]
+enum Count {
+    /// The heap block's own requested bytes: a plain allocation.
+    Block,
+    /// A pool block of these requested bytes leaving the pool for good.
+    Pooled(usize),
+    /// None: counted already (a cached pool block, a `free_async`).
+    No,
+}
+
+/// What `FakeDevice::books` guards.
+struct Books {
+    heap: Heap,
+    /// Bytes callers asked for in live allocations (pool blocks freed
+    /// with `free_async` left the count at the call).
+    allocated: u64,
+    peak_allocated: u64,
+    num_allocs: u64,
+    num_frees: u64,
+    num_ooms: u64,
+}
+
+impl Books {
+    fn count_alloc(&mut self, requested: usize) {
+        self.allocated += requested as u64;
+        self.peak_allocated = self.peak_allocated.max(self.allocated);
+        self.num_allocs += 1;
+    }
+
+    fn count_free(&mut self, requested: usize) {
+        self.allocated -= requested as u64;
+        self.num_frees += 1;
+    }
 }
 
 impl FakeDevice {
@@ -42,37 +77,31 @@ impl FakeDevice {
             index,
             capacity: config.memory_bytes,
             region,
-            heap: Mutex::new(Heap::new(config.memory_bytes)),
+            books: Mutex::new(Books {
+                heap: Heap::new(config.memory_bytes),
+                allocated: 0,
+                peak_allocated: 0,
+                num_allocs: 0,
+                num_frees: 0,
+                num_ooms: 0,
+            }),
             pool: Mutex::new(Pool::default()),
             streams: Mutex::new(AddrMap::default()),
             busy_streams: AtomicU64::new(0),
             failed_streams: AtomicU64::new(0),
-            allocated: AtomicU64::new(0),
-            peak: AtomicU64::new(0),
-            num_allocs: AtomicU64::new(0),
-            num_frees: AtomicU64::new(0),
-            num_ooms: AtomicU64::new(0),
         })
     }
 
     pub fn reserved(&self) -> usize {
-        self.heap.lock().ignore_poison().used()
-    }
-
-    fn count_alloc(&self, requested: usize) {
-        let now = self.allocated.fetch_add(requested as u64, Relaxed) + requested as u64;
-        self.peak.fetch_max(now, Relaxed);
-        self.num_allocs.fetch_add(1, Relaxed);
-    }
-
-    fn count_free(&self, requested: usize) {
-        self.allocated.fetch_sub(requested as u64, Relaxed);
-        self.num_frees.fetch_add(1, Relaxed);
+        self.books.lock().ignore_poison().heap.used()
     }
 
     fn oom(&self, size: usize) -> crate::error::Failure {
-        self.num_ooms.fetch_add(1, Relaxed);
-        let free = self.capacity - self.reserved();
+        let free = {
+            let mut books = self.books.lock().ignore_poison();
+            books.num_ooms += 1;
+            self.capacity - books.heap.used()
+        };
         failure!(
             XDAL_ERROR_OUT_OF_MEMORY,
             "device {}: cannot allocate {size} bytes ({free} of {} bytes free)",
@@ -81,19 +110,37 @@ impl FakeDevice {
         )
     }
 
-    /// Takes `len` bytes from the heap, emptying the pool's ready blocks
-    /// into it once if the heap is full.
+    /// Takes `len` bytes from the heap for an allocation of `requested`
+    /// bytes and counts it, emptying the pool's ready blocks into the heap
+    /// once if it is full.
     fn heap_alloc(&self, len: usize, requested: usize) -> Option<usize> {
-        if let Some(offset) = self.heap.lock().ignore_poison().alloc(len, requested) {
+        let take = || {
+            let mut books = self.books.lock().ignore_poison();
+            let offset = books.heap.alloc(len, requested)?;
+            books.count_alloc(requested);
+            Some(offset)
+        };
+        if let Some(offset) = take() {
             return Some(offset);
         }
         self.empty_cache();
-        self.heap.lock().ignore_poison().alloc(len, requested)
+        take()
     }
 
-    /// Returns a block to the heap; its (length, requested bytes).
-    fn heap_free(&self, offset: usize) -> Option<(usize, usize)> {
-        let freed = self.heap.lock().ignore_poison().free(offset);
+    /// Returns a block to the heap, counting the free as `count` says, in
+    /// the same step; the block's (length, requested bytes).
+    fn heap_free(&self, offset: usize, count: Count) -> Option<(usize, usize)> {
+        let freed = {
+            let mut books = self.books.lock().ignore_poison();
+            let freed = books.heap.free(offset);
+            match (count, freed) {
+                (Count::Block, Some((_, requested))) | (Count::Pooled(requested), Some(_)) => {
+                    books.count_free(requested)
+                }
+                _ => {}
+            }
+            freed
+        };
         if let Some((len, _)) = freed {
             if len >= RELEASE_THRESHOLD {
                 self.region.release(offset, len);
@@ -106,7 +153,6 @@ impl FakeDevice {
         let Some(offset) = Heap::block_len(size).and_then(|len| self.heap_alloc(len, size)) else {
             return Err(self.oom(size));
         };
-        self.count_alloc(size);
         Ok(self.region.view_addr(offset))
     }
 
@@ -115,16 +161,13 @@ impl FakeDevice {
     pub fn free(&self, addr: usize) -> FakeResult<()> {
         let offset = self.region.offset_of(addr);
         let pooled = self.pool.lock().ignore_poison().remove_live(offset);
-        match (pooled, self.heap_free(offset)) {
-            (Some(block), _) => self.count_free(block.requested),
-            (None, Some((_, requested))) => self.count_free(requested),
-            (None, None) => {
-                return Err(failure!(
-                    XDAL_ERROR_INVALID_POINTER,
-                    "{addr:#x} is not a live allocation of device {}",
-                    self.index
-                ))
-            }
+        let count = pooled.map_or(Count::Block, |block| Count::Pooled(block.requested));
+        if self.heap_free(offset, count).is_none() {
+            return Err(failure!(
+                XDAL_ERROR_INVALID_POINTER,
+                "{addr:#x} is not a live allocation of device {}",
+                self.index
+            ));
         }
         Ok(())
     }
@@ -133,24 +176,26 @@ impl FakeDevice {
         let Some(len) = pool_block_len(size) else {
             return Err(self.oom(size));
         };
+        let block = PoolBlock { len, requested: size };
         let mut pool = self.pool.lock().ignore_poison();
-        let offset = match pool.take(len, stream) {
-            Some(offset) => offset,
-            None => {
-                drop(pool);
-                let offset = self.heap_alloc(len, size).ok_or_else(|| self.oom(size))?;
-                pool = self.pool.lock().ignore_poison();
-                offset
-            }
-        };
-        pool.insert_live(offset, PoolBlock { len, requested: size });
+        if let Some(offset) = pool.take(len, stream) {
+            pool.insert_live(offset, block);
+            drop(pool);
+            self.books.lock().ignore_poison().count_alloc(size);
+            return Ok(self.region.view_addr(offset));
+        }
         drop(pool);
-        self.count_alloc(size);
+        // Counted by `heap_alloc`.
+        let offset = self.heap_alloc(len, size).ok_or_else(|| self.oom(size))?;
+        self.pool.lock().ignore_poison().insert_live(offset, block);
         Ok(self.region.view_addr(offset))
     }
 
-    /// Returns a block to the pool at the stream's current point. A plain
-    /// allocation is freed once the stream reaches this point.
+    /// Returns a block to the pool at the stream's current point; a plain
+    /// allocation goes back to the heap once the stream reaches this
+    /// point. Either way the caller's bytes leave `allocated_bytes` now,
+    /// at the call (semantics.md); the reservation lasts until the block
+    /// is reusable.
     pub fn free_async(&'static self, addr: usize, stream: &Arc<Stream>) -> FakeResult<()> {
         let offset = self.region.offset_of(addr);
         let mut pool = self.pool.lock().ignore_poison();
@@ -158,15 +203,24 @@ impl FakeDevice {
             let at = stream.last_enqueued();
             if let Some(block) = pool.release(offset, stream.clone(), at) {
                 drop(pool);
-                self.count_free(block.requested);
+                self.books.lock().ignore_poison().count_free(block.requested);
             }
             return Ok(());
         }
         drop(pool);
+        {
+            let mut books = self.books.lock().ignore_poison();
+            let Some(requested) = books.heap.requested(offset) else {
+                return Err(failure!(
+                    XDAL_ERROR_INVALID_POINTER,
+                    "{addr:#x} is not a live allocation of device {}",
+                    self.index
+                ));
+            };
+            books.count_free(requested);
+        }
         stream.enqueue(Op::Task(Box::new(move || {
-            if let Some((_, requested)) = self.heap_free(offset) {
-                self.count_free(requested);
-            }
+            self.heap_free(offset, Count::No);
             Ok(())
         })));
         Ok(())
@@ -178,35 +232,34 @@ impl FakeDevice {
         let ready = self.pool.lock().ignore_poison().drain_ready();
         let mut freed = 0;
         for offset in ready {
-            if let Some((len, _)) = self.heap_free(offset) {
+            if let Some((len, _)) = self.heap_free(offset, Count::No) {
                 freed += len;
             }
         }
         self.pool.lock().ignore_poison().forget_cached_bytes(freed);
     }
 
+    /// The statistics, all read in one step.
     pub fn stats(&self) -> xdal_mem_stats_t {
-        // One look at the heap, so that the peak is never below `reserved`.
-        let (reserved, peak_reserved) = {
-            let heap = self.heap.lock().ignore_poison();
-            (heap.used(), heap.peak_used())
-        };
+        let books = self.books.lock().ignore_poison();
         xdal_mem_stats_t {
             struct_size: std::mem::size_of::<xdal_mem_stats_t>(),
-            allocated_bytes: self.allocated.load(Relaxed),
-            reserved_bytes: reserved as u64,
-            peak_allocated_bytes: self.peak.load(Relaxed),
-            num_allocs: self.num_allocs.load(Relaxed),
-            num_frees: self.num_frees.load(Relaxed),
-            num_ooms: self.num_ooms.load(Relaxed),
-            peak_reserved_bytes: peak_reserved as u64,
+            allocated_bytes: books.allocated,
+            reserved_bytes: books.heap.used() as u64,
+            peak_allocated_bytes: books.peak_allocated,
+            num_allocs: books.num_allocs,
+            num_frees: books.num_frees,
+            num_ooms: books.num_ooms,
+            peak_reserved_bytes: books.heap.peak_used() as u64,
         }
     }
 
-    /// Restarts both peaks from the current allocation and reservation.
+    /// Restarts both peaks from the current allocation and reservation, in
+    /// one step.
     pub fn reset_peak(&self) {
-        self.peak.store(self.allocated.load(Relaxed), Relaxed);
-        self.heap.lock().ignore_poison().reset_peak();
+        let mut books = self.books.lock().ignore_poison();
+        books.peak_allocated = books.allocated;
+        books.heap.reset_peak();
     }
 
     pub fn add_stream(&self, stream: &Arc<Stream>) {

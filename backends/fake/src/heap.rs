@@ -67,6 +67,11 @@ impl Heap {
         Some(offset)
     }
 
+    /// The bytes asked for of the live block at `offset`.
+    pub fn requested(&self, offset: usize) -> Option<usize> {
+        self.live.get(&offset).map(|&(_, requested)| requested)
+    }
+
     /// Returns the block at `offset`; its (length, requested bytes), or None
     /// if no block starts there.
     pub fn free(&mut self, offset: usize) -> Option<(usize, usize)> {
