@@ -263,6 +263,14 @@ pub struct xdal_backend_v1 {
             num_args: usize,
         ) -> xdal_status_raw,
     >,
+
+    // --- Since 1.2 ---------------------------------------------------------
+    /// Installs a fault-injection spec (`xdal_debug_set_faults`; the grammar
+    /// is the backend's, documented with it), replacing the previous one;
+    /// NULL or "" clears. A malformed spec is `XDAL_ERROR_INVALID_VALUE`,
+    /// with a message pointing at the bad part, and leaves the previous one
+    /// in place. Fallback: `XDAL_ERROR_NOT_SUPPORTED` (no fault injection).
+    pub debug_set_faults: Option<unsafe extern "C" fn(spec: *const c_char) -> xdal_status_raw>,
 }
 
 /// See `struct xdal_backend_v1`.

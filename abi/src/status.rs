@@ -39,6 +39,13 @@ pub enum xdal_status {
     XDAL_ERROR_DEVICE_LOST = 13,
     /// A bug in xdal or its backend, including a caught panic.
     XDAL_ERROR_INTERNAL = 14,
+    /// The operation is not permitted while a stream is capturing (since
+    /// 1.2): a synchronous or querying call on a capturing stream, or one
+    /// the capture mode forbids. The capture is invalidated.
+    XDAL_ERROR_CAPTURE_UNSUPPORTED = 15,
+    /// The capture was broken by an illegal operation, or ended with a
+    /// stream it forked not joined back (since 1.2).
+    XDAL_ERROR_CAPTURE_INVALIDATED = 16,
 }
 
 /// The status type that every xdal function returns.
@@ -53,7 +60,7 @@ impl xdal_status {
     /// Every status, in value order. (Rust only.)
     ///
     /// cbindgen:ignore
-    pub const ALL: [xdal_status; 15] = [
+    pub const ALL: [xdal_status; 17] = [
         xdal_status::XDAL_SUCCESS,
         xdal_status::XDAL_ERROR_INVALID_VALUE,
         xdal_status::XDAL_ERROR_NULL_POINTER,
@@ -69,6 +76,8 @@ impl xdal_status {
         xdal_status::XDAL_ERROR_LAUNCH_FAILED,
         xdal_status::XDAL_ERROR_DEVICE_LOST,
         xdal_status::XDAL_ERROR_INTERNAL,
+        xdal_status::XDAL_ERROR_CAPTURE_UNSUPPORTED,
+        xdal_status::XDAL_ERROR_CAPTURE_INVALIDATED,
     ];
 
     /// The status with raw value `raw`, if there is one.
@@ -94,6 +103,8 @@ impl xdal_status {
             xdal_status::XDAL_ERROR_LAUNCH_FAILED => "XDAL_ERROR_LAUNCH_FAILED",
             xdal_status::XDAL_ERROR_DEVICE_LOST => "XDAL_ERROR_DEVICE_LOST",
             xdal_status::XDAL_ERROR_INTERNAL => "XDAL_ERROR_INTERNAL",
+            xdal_status::XDAL_ERROR_CAPTURE_UNSUPPORTED => "XDAL_ERROR_CAPTURE_UNSUPPORTED",
+            xdal_status::XDAL_ERROR_CAPTURE_INVALIDATED => "XDAL_ERROR_CAPTURE_INVALIDATED",
         }
     }
 }

@@ -70,7 +70,7 @@
 /**
  * ABI minor version: only additions since the major's first release.
  */
-#define XDAL_ABI_VERSION_MINOR 1
+#define XDAL_ABI_VERSION_MINOR 2
 
 /**
  * Library release, major part (equals the ABI major).
@@ -80,7 +80,7 @@
 /**
  * Library release, minor part.
  */
-#define XDAL_VERSION_MINOR 1
+#define XDAL_VERSION_MINOR 2
 
 /**
  * Library release, patch part.
@@ -156,6 +156,17 @@ typedef enum xdal_status {
    * A bug in xdal or its backend, including a caught panic.
    */
   XDAL_ERROR_INTERNAL = 14,
+  /**
+   * The operation is not permitted while a stream is capturing (since
+   * 1.2): a synchronous or querying call on a capturing stream, or one
+   * the capture mode forbids. The capture is invalidated.
+   */
+  XDAL_ERROR_CAPTURE_UNSUPPORTED = 15,
+  /**
+   * The capture was broken by an illegal operation, or ended with a
+   * stream it forked not joined back (since 1.2).
+   */
+  XDAL_ERROR_CAPTURE_INVALIDATED = 16,
 } xdal_status;
 
 /**
@@ -617,6 +628,18 @@ xdal_status_t xdal_memset(void *dst, int value, size_t bytes);
 xdal_status_t xdal_memset_async(void *dst, int value, size_t bytes, xdal_stream_t stream);
 
 /**
+ * Installs a fault-injection spec on backends that have fault injection
+ * (the fake backend: nth device allocation out of memory, nth kernel
+ * launch or copy failing, a device lost after n calls; the grammar is in
+ * the README, the same as `XDAL_FAKE_FAULTS`), replacing the previous one
+ * and restarting its counts; NULL or "" clears it. A malformed spec is
+ * `XDAL_ERROR_INVALID_VALUE`, with a message pointing at the bad clause,
+ * and leaves the previous spec in place. Backends without fault injection
+ * return `XDAL_ERROR_NOT_SUPPORTED`.
+ */
+xdal_status_t xdal_debug_set_faults(const char *spec);
+
+/**
  * Writes the number of devices the backend offers.
  */
 xdal_status_t xdal_device_get_count(int *count);
@@ -752,7 +775,13 @@ xdal_status_t xdal_function_from_host(xdal_function_t *function, xdal_host_kerne
  * argument values are copied now: the caller may reuse them as soon as
  * this returns. Zero or too large dimensions, too much shared memory, or
  * argument sizes a built-in kernel does not take are
- * `XDAL_ERROR_INVALID_VALUE`. A kernel that fails makes the stream report
+ * `XDAL_ERROR_INVALID_VALUE`, as is a `num_args` above 4096 (the byte
+ * limit of all arguments together), refused before `args` is read. For
+ * a built-in kernel every pointer argument, with the bytes the kernel
+ * will touch from it, must lie inside one live allocation of the
+ * stream's device, else `XDAL_ERROR_INVALID_POINTER` (a message names
+ * the argument) and nothing is enqueued. A kernel that fails makes the
+ * stream report
  * `XDAL_ERROR_LAUNCH_FAILED` at its next synchronize or query.
  */
 xdal_status_t xdal_launch_kernel(xdal_function_t function,
@@ -831,7 +860,7 @@ xdal_status_t xdal_mem_reset_peak_stats(int device);
 xdal_status_t xdal_mem_empty_cache(int device);
 
 /**
- * Writes the library's version (1.1.0 for this release). All three outputs
+ * Writes the library's version (1.2.0 for this release). All three outputs
  * are required.
  */
 xdal_status_t xdal_get_version(uint32_t *major, uint32_t *minor, uint32_t *patch);

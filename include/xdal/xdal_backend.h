@@ -318,6 +318,14 @@ typedef struct xdal_backend_v1 {
                                  xdal_backend_stream_t stream,
                                  const xdal_kernel_arg_t *args,
                                  size_t num_args);
+  /**
+   * Installs a fault-injection spec (`xdal_debug_set_faults`; the grammar
+   * is the backend's, documented with it), replacing the previous one;
+   * NULL or "" clears. A malformed spec is `XDAL_ERROR_INVALID_VALUE`,
+   * with a message pointing at the bad part, and leaves the previous one
+   * in place. Fallback: `XDAL_ERROR_NOT_SUPPORTED` (no fault injection).
+   */
+  xdal_status_t (*debug_set_faults)(const char *spec);
 } xdal_backend_v1;
 
 /**

@@ -8,6 +8,7 @@
 //! ranges) before anything is dereferenced.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 mod copy;
+mod debug;
 mod device;
 mod event;
 mod kernel;
@@ -16,6 +17,7 @@ mod status;
 mod stream;
 
 pub use copy::*;
+pub use debug::*;
 pub use device::*;
 pub use event::*;
 pub use kernel::*;

@@ -5,7 +5,7 @@ use std::ffi::{c_char, CStr};
 use std::panic::catch_unwind;
 use xdal_abi::*;
 
-/// Writes the library's version (1.1.0 for this release). All three outputs
+/// Writes the library's version (1.2.0 for this release). All three outputs
 /// are required.
 #[no_mangle]
 pub extern "C" fn xdal_get_version(major: *mut u32, minor: *mut u32, patch: *mut u32) -> xdal_status_t {
@@ -38,6 +38,8 @@ fn status_cstr(status: xdal_status_raw) -> &'static CStr {
         xdal_status::XDAL_ERROR_LAUNCH_FAILED => c"XDAL_ERROR_LAUNCH_FAILED",
         xdal_status::XDAL_ERROR_DEVICE_LOST => c"XDAL_ERROR_DEVICE_LOST",
         xdal_status::XDAL_ERROR_INTERNAL => c"XDAL_ERROR_INTERNAL",
+        xdal_status::XDAL_ERROR_CAPTURE_UNSUPPORTED => c"XDAL_ERROR_CAPTURE_UNSUPPORTED",
+        xdal_status::XDAL_ERROR_CAPTURE_INVALIDATED => c"XDAL_ERROR_CAPTURE_INVALIDATED",
     }
 }
 

@@ -22,12 +22,14 @@ static void test_status_strings_name_every_code(void) {
       {XDAL_ERROR_LAUNCH_FAILED, 12, "XDAL_ERROR_LAUNCH_FAILED"},
       {XDAL_ERROR_DEVICE_LOST, 13, "XDAL_ERROR_DEVICE_LOST"},
       {XDAL_ERROR_INTERNAL, 14, "XDAL_ERROR_INTERNAL"},
+      {XDAL_ERROR_CAPTURE_UNSUPPORTED, 15, "XDAL_ERROR_CAPTURE_UNSUPPORTED"},
+      {XDAL_ERROR_CAPTURE_INVALIDATED, 16, "XDAL_ERROR_CAPTURE_INVALIDATED"},
   };
   for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
     CHECK_EQ((int)codes[i].status, codes[i].value);
     CHECK_STR_EQ(xdal_status_string(codes[i].status), codes[i].name);
   }
-  static const int unknown[] = {15, 16, 99, 1000, -1, -100, 0x7fffffff};
+  static const int unknown[] = {17, 18, 99, 1000, -1, -100, 0x7fffffff};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
     const char *s = xdal_status_string((xdal_status_t)unknown[i]);
     CHECK_MSG(s != NULL && strcmp(s, "XDAL_UNKNOWN_STATUS") == 0,
@@ -49,8 +51,8 @@ static void test_get_version(void) {
             (unsigned)XDAL_VERSION_MAJOR, (unsigned)XDAL_VERSION_MINOR, (unsigned)XDAL_VERSION_PATCH);
   CHECK_MSG(run_time >= abi, "run-time version %u.%u is below the header's ABI version %u.%u", major, minor,
             (unsigned)XDAL_ABI_VERSION_MAJOR, (unsigned)XDAL_ABI_VERSION_MINOR);
-  if (XDAL_VERSION_MAJOR == 1 && XDAL_VERSION_MINOR == 1 && XDAL_VERSION_PATCH == 0)
-    CHECK(major == 1 && minor == 1 && patch == 0); /* v1.1.0 reports 1.1.0 */
+  if (XDAL_VERSION_MAJOR == 1 && XDAL_VERSION_MINOR == 2 && XDAL_VERSION_PATCH == 0)
+    CHECK(major == 1 && minor == 2 && patch == 0); /* v1.2.0 reports 1.2.0 */
 
   /* Every output is required; none is written on failure. */
   uint32_t a = 5, b = 6, c = 7;

@@ -1,4 +1,5 @@
 //! The fake backend's settings, read once from the environment.
+use crate::faults::Spec;
 use xdal_backend_support::env;
 
 /// What `XDAL_FAKE_*` asked for. Documented in the README.
@@ -14,6 +15,12 @@ pub(crate) struct Config {
     pub protect: bool,
     /// `XDAL_FAKE_WORKERS`: executor threads (default: the number of cores).
     pub workers: usize,
+    /// `XDAL_FAKE_FAULTS`: the fault-injection spec (faults.rs; default none).
+    pub faults: Spec,
+    /// `XDAL_FAKE_POISON=1`: new and freed device memory is filled with
+    /// 0xFF bytes (NaN for every float type), so that reads of memory
+    /// never written, or already freed, show.
+    pub poison: bool,
 }
 
 const MAX_DEVICES: usize = xdal_abi::XDAL_MAX_DEVICES as usize;
@@ -24,11 +31,16 @@ impl Config {
     /// Reads the environment; an invalid value is an error naming it.
     pub fn from_env() -> Result<Config, String> {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let device_count = parse_var("XDAL_FAKE_DEVICE_COUNT", 2, parse_count, 0, MAX_DEVICES)?;
+        let faults = Spec::parse(&env::var("XDAL_FAKE_FAULTS").unwrap_or_default(), device_count)
+            .map_err(|why| format!("XDAL_FAKE_FAULTS is not valid: {why}"))?;
         Ok(Config {
-            device_count: parse_var("XDAL_FAKE_DEVICE_COUNT", 2, parse_count, 0, MAX_DEVICES)?,
+            device_count,
             memory_bytes: parse_var("XDAL_FAKE_MEMORY_BYTES", 16 << 30, parse_bytes, MIN_MEMORY, MAX_MEMORY)?,
             protect: parse_var("XDAL_FAKE_PROTECT", 0, parse_count, 0, 1)? == 1,
             workers: parse_var("XDAL_FAKE_WORKERS", cores.max(2), parse_count, 1, 256)?,
+            faults,
+            poison: parse_var("XDAL_FAKE_POISON", 0, parse_count, 0, 1)? == 1,
         })
     }
 }

@@ -3,22 +3,30 @@
 use crate::addr_map::AddrMap;
 use crate::config::Config;
 use crate::error::{failure, FakeResult};
+use crate::faults::Op as Fault;
 use crate::heap::Heap;
 use crate::lock::IgnorePoison;
 use crate::pool::{pool_block_len, Pool, PoolBlock};
 use crate::region::Region;
-use crate::stream::{Op, Stream};
+use crate::stream::{Op, SendPtr, Stream};
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, Weak};
 use xdal_abi::xdal_mem_stats_t;
 
-/// Frees of at least this many bytes give their pages back to the OS.
+/// Frees of at least this many bytes give their pages back to the OS
+/// (unless poisoned: released pages would read as zeros).
 const RELEASE_THRESHOLD: usize = 1 << 20;
+
+/// What `XDAL_FAKE_POISON=1` fills new and freed device memory with: NaN
+/// in every float type, -1 in every integer type.
+pub(crate) const POISON: u8 = 0xFF;
 
 pub(crate) struct FakeDevice {
     pub index: usize,
     pub capacity: usize,
     pub region: Region,
+    /// `XDAL_FAKE_POISON=1`.
+    poison: bool,
     /// The heap and the statistics, under one lock: a statistics read is a
     /// snapshot of both, so it always satisfies the invariants
     /// semantics.md states (allocated <= reserved, each peak at least its
@@ -77,6 +85,7 @@ impl FakeDevice {
             index,
             capacity: config.memory_bytes,
             region,
+            poison: config.poison,
             books: Mutex::new(Books {
                 heap: Heap::new(config.memory_bytes),
                 allocated: 0,
@@ -130,6 +139,11 @@ impl FakeDevice {
     /// Returns a block to the heap, counting the free as `count` says, in
     /// the same step; the block's (length, requested bytes).
     fn heap_free(&self, offset: usize, count: Count) -> Option<(usize, usize)> {
+        if self.poison {
+            if let Some(len) = self.books.lock().ignore_poison().heap.block_len_at(offset) {
+                self.region.fill(offset, len, POISON);
+            }
+        }
         let freed = {
             let mut books = self.books.lock().ignore_poison();
             let freed = books.heap.free(offset);
@@ -142,18 +156,32 @@ impl FakeDevice {
             freed
         };
         if let Some((len, _)) = freed {
-            if len >= RELEASE_THRESHOLD {
+            if len >= RELEASE_THRESHOLD && !self.poison {
                 self.region.release(offset, len);
             }
         }
         freed
     }
 
+    /// Fails the allocation when fault injection says so, counted as an
+    /// out-of-memory.
+    fn injected_oom(&self) -> FakeResult<()> {
+        crate::fake().faults.check(Fault::Alloc).inspect_err(|_| self.books.lock().ignore_poison().num_ooms += 1)
+    }
+
+    /// The user address of a new block, poisoned if asked.
+    fn hand_out(&self, offset: usize, len: usize) -> usize {
+        if self.poison {
+            self.region.fill(offset, len, POISON);
+        }
+        self.region.view_addr(offset)
+    }
+
     pub fn malloc(&self, size: usize) -> FakeResult<usize> {
-        let Some(offset) = Heap::block_len(size).and_then(|len| self.heap_alloc(len, size)) else {
-            return Err(self.oom(size));
-        };
-        Ok(self.region.view_addr(offset))
+        self.injected_oom()?;
+        let len = Heap::block_len(size).ok_or_else(|| self.oom(size))?;
+        let offset = self.heap_alloc(len, size).ok_or_else(|| self.oom(size))?;
+        Ok(self.hand_out(offset, len))
     }
 
     /// Frees a plain or pooled allocation at its base. The front has waited
@@ -173,6 +201,7 @@ impl FakeDevice {
     }
 
     pub fn malloc_async(&self, size: usize, stream: &Arc<Stream>) -> FakeResult<usize> {
+        self.injected_oom()?;
         let Some(len) = pool_block_len(size) else {
             return Err(self.oom(size));
         };
@@ -182,13 +211,13 @@ impl FakeDevice {
             pool.insert_live(offset, block);
             drop(pool);
             self.books.lock().ignore_poison().count_alloc(size);
-            return Ok(self.region.view_addr(offset));
+            return Ok(self.hand_out(offset, len));
         }
         drop(pool);
         // Counted by `heap_alloc`.
         let offset = self.heap_alloc(len, size).ok_or_else(|| self.oom(size))?;
         self.pool.lock().ignore_poison().insert_live(offset, block);
-        Ok(self.region.view_addr(offset))
+        Ok(self.hand_out(offset, len))
     }
 
     /// Returns a block to the pool at the stream's current point; a plain
@@ -200,6 +229,12 @@ impl FakeDevice {
         let offset = self.region.offset_of(addr);
         let mut pool = self.pool.lock().ignore_poison();
         if pool.is_live(offset) {
+            if self.poison {
+                // In stream order, after the work that may still use it.
+                let len = pool.live_len(offset).unwrap_or(0);
+                let dst = SendPtr(self.region.alias_of(self.region.view_addr(offset)) as *mut std::ffi::c_void);
+                stream.enqueue(Op::Set { dst, value: POISON, len });
+            }
             let at = stream.last_enqueued();
             if let Some(block) = pool.release(offset, stream.clone(), at) {
                 drop(pool);

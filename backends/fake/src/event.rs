@@ -48,12 +48,14 @@ fn now_ns() -> u64 {
 
 pub(crate) struct Event {
     pub timing: bool,
+    /// The device it was created on.
+    pub device: usize,
     point: Mutex<Option<Arc<Marker>>>,
 }
 
 impl Event {
-    pub fn new(timing: bool) -> Event {
-        Event { timing, point: Mutex::new(None) }
+    pub fn new(device: usize, timing: bool) -> Event {
+        Event { timing, device, point: Mutex::new(None) }
     }
 
     /// The point of the latest record, if any.

@@ -67,6 +67,11 @@ impl Heap {
         Some(offset)
     }
 
+    /// The length of the live block at `offset`.
+    pub fn block_len_at(&self, offset: usize) -> Option<usize> {
+        self.live.get(&offset).map(|&(len, _)| len)
+    }
+
     /// The bytes asked for of the live block at `offset`.
     pub fn requested(&self, offset: usize) -> Option<usize> {
         self.live.get(&offset).map(|&(_, requested)| requested)

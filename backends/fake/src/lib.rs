@@ -14,6 +14,7 @@ mod dtype;
 mod error;
 mod event;
 mod executor;
+mod faults;
 mod heap;
 mod hot;
 mod launch;
@@ -38,6 +39,8 @@ use std::sync::OnceLock;
 
 pub(crate) struct Fake {
     pub config: Config,
+    /// What `XDAL_FAKE_FAULTS` or `xdal_debug_set_faults` asked to fail.
+    pub faults: faults::Faults,
     pub devices: Vec<FakeDevice>,
     pub executor: Executor,
     pub next_id: AtomicU64,
@@ -51,7 +54,8 @@ impl Fake {
         let devices = (0..config.device_count)
             .map(|i| FakeDevice::new(i, &config).map_err(|f| format!("device {i}: {}", f.message)))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Fake { executor: Executor::new(config.workers), devices, config, next_id: AtomicU64::new(1) })
+        let faults = faults::Faults::new(config.faults.clone());
+        Ok(Fake { executor: Executor::new(config.workers), devices, faults, config, next_id: AtomicU64::new(1) })
     }
 
     pub fn device(&self, index: usize) -> &FakeDevice {

@@ -47,6 +47,11 @@ impl Pool {
         self.live.insert(offset, block);
     }
 
+    /// The heap length of the live block at `offset`.
+    pub fn live_len(&self, offset: usize) -> Option<usize> {
+        self.live.get(&offset).map(|block| block.len)
+    }
+
     pub fn is_live(&self, offset: usize) -> bool {
         self.live.contains_key(&offset)
     }

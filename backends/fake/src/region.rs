@@ -56,6 +56,14 @@ impl Region {
         addr - self.view + self.alias
     }
 
+    /// Sets `len` bytes from `offset` to `byte`, through the alias.
+    pub fn fill(&self, offset: usize, len: usize, byte: u8) {
+        assert!(offset.checked_add(len).is_some_and(|end| end <= self.len), "a fill inside the region");
+        // SAFETY: the range lies inside the alias mapping (checked above),
+        // which is always readable and writable; the caller owns the block.
+        unsafe { std::ptr::write_bytes((self.alias + offset) as *mut u8, byte, len) };
+    }
+
     /// Returns the physical pages wholly inside `[offset, offset + len)` to
     /// the OS; they read as zero when touched again.
     pub fn release(&self, offset: usize, len: usize) {

@@ -71,7 +71,7 @@ fn a_blocked_stream_does_not_hold_up_another() {
 #[test]
 fn a_wait_keeps_the_point_it_was_given() {
     let (producer, consumer) = (new_stream(0), new_stream(0));
-    let event = Event::new(true);
+    let event = Event::new(0, true);
     let (first_open, first_wait) = gate();
     producer.enqueue(task(first_wait));
     event.record(&producer);

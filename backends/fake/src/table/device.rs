@@ -1,5 +1,5 @@
 //! Device entries.
-use super::write_out;
+use super::{touch, write_out};
 use crate::error::{entry, failure};
 use std::ffi::c_int;
 use xdal_abi::*;
@@ -46,7 +46,10 @@ pub(super) unsafe extern "C" fn get_properties(device: c_int, props: *mut xdal_d
 }
 
 pub(super) unsafe extern "C" fn synchronize(device: c_int) -> xdal_status_raw {
-    entry(|| crate::fake().device(device as usize).synchronize())
+    entry(|| {
+        touch(device as usize)?;
+        crate::fake().device(device as usize).synchronize()
+    })
 }
 
 pub(super) unsafe extern "C" fn get_stream_priority_range(
@@ -76,6 +79,7 @@ pub(super) unsafe extern "C" fn mem_get_info(
     total_bytes: *mut usize,
 ) -> xdal_status_raw {
     entry(|| {
+        touch(device as usize)?;
         let dev = crate::fake().device(device as usize);
         let free = dev
             .capacity

@@ -1,5 +1,5 @@
 //! Event entries. A native event handle is an `Arc<Event>` turned raw.
-use super::{stream_ref, write_out};
+use super::{stream_ref, touch, write_out};
 use crate::error::entry;
 use crate::event::Event;
 use std::ffi::c_int;
@@ -15,9 +15,10 @@ unsafe fn event_ref<'a>(handle: xdal_backend_event_t) -> &'a Event {
     unsafe { &*(handle as *const Event) }
 }
 
-pub(super) unsafe extern "C" fn create(_device: c_int, flags: u32, out: *mut xdal_backend_event_t) -> xdal_status_raw {
+pub(super) unsafe extern "C" fn create(device: c_int, flags: u32, out: *mut xdal_backend_event_t) -> xdal_status_raw {
     entry(|| {
-        let event = Arc::new(Event::new(flags & XDAL_EVENT_DISABLE_TIMING == 0));
+        touch(device as usize)?;
+        let event = Arc::new(Event::new(device as usize, flags & XDAL_EVENT_DISABLE_TIMING == 0));
         // SAFETY: the front passes a valid output pointer.
         unsafe { write_out(out, Arc::into_raw(event) as xdal_backend_event_t) }
     })
@@ -36,19 +37,28 @@ pub(super) unsafe extern "C" fn record(event: xdal_backend_event_t, stream: xdal
     entry(|| {
         // SAFETY: the front passes live handles.
         let (event, stream) = unsafe { (event_ref(event), stream_ref(stream)) };
+        touch(stream.device)?;
         event.record(&stream);
         Ok(())
     })
 }
 
 pub(super) unsafe extern "C" fn query(event: xdal_backend_event_t) -> xdal_status_raw {
-    // SAFETY: the front passes a live handle.
-    entry(|| unsafe { event_ref(event) }.query())
+    entry(|| {
+        // SAFETY: a live handle (the front checks).
+        let event = unsafe { event_ref(event) };
+        touch(event.device)?;
+        event.query()
+    })
 }
 
 pub(super) unsafe extern "C" fn synchronize(event: xdal_backend_event_t) -> xdal_status_raw {
-    // SAFETY: the front passes a live handle.
-    entry(|| unsafe { event_ref(event) }.synchronize())
+    entry(|| {
+        // SAFETY: a live handle (the front checks).
+        let event = unsafe { event_ref(event) };
+        touch(event.device)?;
+        event.synchronize()
+    })
 }
 
 pub(super) unsafe extern "C" fn elapsed_time(

@@ -1,6 +1,6 @@
 //! Module, function and launch entries. Native module and function handles
 //! are `Arc`s turned raw; a queued launch holds its own reference.
-use super::{stream_ref, write_out};
+use super::{stream_ref, touch, write_out};
 use crate::error::{entry, failure};
 use crate::launch::Launch;
 use crate::module::{FakeFunction, FakeModule};
@@ -127,6 +127,13 @@ pub(super) unsafe extern "C" fn launch_kernel(
                     given.len()
                 ));
             }
+        }
+        touch(stream.device)?;
+        if let Err(fault) = crate::fake().faults.check(crate::faults::Op::Launch) {
+            // Accepted, and failing when the stream reaches it, as a
+            // kernel that fails does.
+            stream.enqueue(Op::Task(Box::new(move || Err(fault))));
+            return Ok(());
         }
         // SAFETY: the front checked every value is non-NULL; the caller
         // provides `size` readable bytes at each.

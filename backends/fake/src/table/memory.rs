@@ -1,7 +1,8 @@
 //! Memory and copy entries. Device addresses from users are translated to
 //! the backend alias before any access (a no-op outside protect mode).
-use super::{stream_ref, write_out};
+use super::{stream_ref, touch, touch_addr, write_out};
 use crate::error::{entry, failure};
+use crate::faults::Op as Fault;
 use crate::lock::IgnorePoison;
 use crate::region::{map, page_size, unmap};
 use crate::stream::{Op, SendPtr};
@@ -12,6 +13,7 @@ use xdal_abi::*;
 
 pub(super) unsafe extern "C" fn malloc(device: c_int, size: usize, ptr: *mut *mut c_void) -> xdal_status_raw {
     entry(|| {
+        touch(device as usize)?;
         let addr = crate::fake().device(device as usize).malloc(size)?;
         // SAFETY: the front passes a valid output pointer.
         unsafe { write_out(ptr, addr as *mut c_void) }
@@ -19,7 +21,10 @@ pub(super) unsafe extern "C" fn malloc(device: c_int, size: usize, ptr: *mut *mu
 }
 
 pub(super) unsafe extern "C" fn free(device: c_int, ptr: *mut c_void) -> xdal_status_raw {
-    entry(|| crate::fake().device(device as usize).free(ptr as usize))
+    entry(|| {
+        touch(device as usize)?;
+        crate::fake().device(device as usize).free(ptr as usize)
+    })
 }
 
 /// Pinned host allocations: address -> mapping length.
@@ -56,6 +61,7 @@ pub(super) unsafe extern "C" fn malloc_async(
     ptr: *mut *mut c_void,
 ) -> xdal_status_raw {
     entry(|| {
+        touch(device as usize)?;
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
         let addr = crate::fake().device(device as usize).malloc_async(size, &stream)?;
@@ -70,6 +76,7 @@ pub(super) unsafe extern "C" fn free_async(
     stream: xdal_backend_stream_t,
 ) -> xdal_status_raw {
     entry(|| {
+        touch(device as usize)?;
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
         crate::fake().device(device as usize).free_async(ptr as usize, &stream)
@@ -83,7 +90,10 @@ pub(super) unsafe extern "C" fn memcpy(
     _kind: xdal_memcpy_kind_t,
 ) -> xdal_status_raw {
     entry(|| {
+        touch_addr(dst as usize)?;
+        touch_addr(src as usize)?;
         let fake = crate::fake();
+        fake.faults.check(Fault::Copy)?;
         let (dst, src) = (fake.alias(dst as usize), fake.alias(src as usize));
         // SAFETY: the front checked both ranges; device addresses now point
         // into the accessible alias. `copy` allows overlap (D2D in place).
@@ -104,6 +114,11 @@ pub(super) unsafe extern "C" fn memcpy_async(
         let (dst, src) = (fake.alias(dst as usize), fake.alias(src as usize));
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
+        touch(stream.device)?;
+        if let Err(fault) = fake.faults.check(Fault::Copy) {
+            stream.enqueue(Op::Task(Box::new(move || Err(fault))));
+            return Ok(());
+        }
         stream.enqueue(Op::Copy { dst: SendPtr(dst as *mut c_void), src: SendPtr(src as *mut c_void), len: bytes });
         Ok(())
     })
@@ -122,6 +137,7 @@ pub(super) unsafe extern "C" fn memcpy_peer(
 
 pub(super) unsafe extern "C" fn memset(dst: *mut c_void, value: c_int, bytes: usize) -> xdal_status_raw {
     entry(|| {
+        touch_addr(dst as usize)?;
         let dst = crate::fake().alias(dst as usize);
         // SAFETY: the front checked the range; `dst` is the accessible alias.
         unsafe { std::ptr::write_bytes(dst as *mut u8, value as u8, bytes) };
@@ -139,6 +155,7 @@ pub(super) unsafe extern "C" fn memset_async(
         let dst = crate::fake().alias(dst as usize);
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
+        touch(stream.device)?;
         stream.enqueue(Op::Set { dst: SendPtr(dst as *mut c_void), value: value as u8, len: bytes });
         Ok(())
     })
@@ -146,6 +163,7 @@ pub(super) unsafe extern "C" fn memset_async(
 
 pub(super) unsafe extern "C" fn get_stats(device: c_int, stats: *mut xdal_mem_stats_t) -> xdal_status_raw {
     entry(|| {
+        touch(device as usize)?;
         let value = crate::fake().device(device as usize).stats();
         // SAFETY: the front passes a struct of at least `struct_size` bytes.
         unsafe { xdal_abi::write_sized(stats, &value) };
@@ -155,6 +173,7 @@ pub(super) unsafe extern "C" fn get_stats(device: c_int, stats: *mut xdal_mem_st
 
 pub(super) unsafe extern "C" fn reset_peak_stats(device: c_int) -> xdal_status_raw {
     entry(|| {
+        touch(device as usize)?;
         crate::fake().device(device as usize).reset_peak();
         Ok(())
     })
@@ -162,6 +181,7 @@ pub(super) unsafe extern "C" fn reset_peak_stats(device: c_int) -> xdal_status_r
 
 pub(super) unsafe extern "C" fn empty_cache(device: c_int) -> xdal_status_raw {
     entry(|| {
+        touch(device as usize)?;
         crate::fake().device(device as usize).empty_cache();
         Ok(())
     })

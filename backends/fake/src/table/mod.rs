@@ -1,4 +1,5 @@
 //! The fake backend's table and getter: the only way in.
+mod debug;
 mod device;
 mod event;
 mod kernel;
@@ -61,6 +62,7 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     function_from_host: Some(kernel::function_from_host),
     function_release: Some(kernel::function_release),
     launch_kernel: Some(kernel::launch_kernel),
+    debug_set_faults: Some(debug::set_faults),
 };
 
 /// The fake backend's table getter, with the signature every plugin's
@@ -92,6 +94,20 @@ unsafe fn stream_ref(handle: xdal_backend_stream_t) -> ManuallyDrop<Arc<Stream>>
     // SAFETY: per the contract above; the front keeps the handle alive for
     // the duration of the call.
     unsafe { xdal_backend_support::arc_ref(handle) }
+}
+
+/// Counts a call touching `device` for fault injection: the device's
+/// loss, once injected.
+fn touch(device: usize) -> FakeResult<()> {
+    crate::fake().faults.touch(device)
+}
+
+/// `touch` for the device whose memory `addr` is in, if any.
+fn touch_addr(addr: usize) -> FakeResult<()> {
+    match crate::fake().devices.iter().position(|d| d.region.contains(addr)) {
+        Some(device) => touch(device),
+        None => Ok(()),
+    }
 }
 
 /// Writes `value` through an output pointer the front checked; the last

@@ -1,6 +1,6 @@
 //! Stream entries.
 use super::device::GREATEST_PRIORITY;
-use super::{stream_ref, write_out};
+use super::{stream_ref, touch, write_out};
 use crate::error::{entry, failure};
 use crate::event::Event;
 use crate::stream::{Op, SendPtr, Stream};
@@ -16,6 +16,7 @@ pub(super) unsafe extern "C" fn create(
     out: *mut xdal_backend_stream_t,
 ) -> xdal_status_raw {
     entry(|| {
+        touch(device as usize)?;
         let fake = crate::fake();
         let level = (priority - GREATEST_PRIORITY) as usize;
         let id = fake.next_id.fetch_add(1, Ordering::Relaxed);
@@ -37,13 +38,21 @@ pub(super) unsafe extern "C" fn destroy(stream: xdal_backend_stream_t) -> xdal_s
 }
 
 pub(super) unsafe extern "C" fn query(stream: xdal_backend_stream_t) -> xdal_status_raw {
-    // SAFETY: the front passes a live stream handle.
-    entry(|| unsafe { stream_ref(stream) }.query())
+    entry(|| {
+        // SAFETY: a live handle (the front checks).
+        let stream = unsafe { stream_ref(stream) };
+        touch(stream.device)?;
+        stream.query()
+    })
 }
 
 pub(super) unsafe extern "C" fn synchronize(stream: xdal_backend_stream_t) -> xdal_status_raw {
-    // SAFETY: the front passes a live stream handle.
-    entry(|| unsafe { stream_ref(stream) }.synchronize())
+    entry(|| {
+        // SAFETY: a live handle (the front checks).
+        let stream = unsafe { stream_ref(stream) };
+        touch(stream.device)?;
+        stream.synchronize()
+    })
 }
 
 pub(super) unsafe extern "C" fn wait_event(
@@ -53,6 +62,7 @@ pub(super) unsafe extern "C" fn wait_event(
     entry(|| {
         // SAFETY: the front passes live handles.
         let (stream, event) = unsafe { (stream_ref(stream), &*(event as *const Event)) };
+        touch(stream.device)?;
         // A never-recorded event, or a point already passed, needs no wait.
         if let Some(marker) = event.point().filter(|m| !m.passed()) {
             stream.enqueue(Op::Wait(marker));
@@ -69,7 +79,9 @@ pub(super) unsafe extern "C" fn launch_host_func(
     entry(|| {
         let func = func.ok_or_else(|| failure!(XDAL_ERROR_NULL_POINTER, "host function is NULL"))?;
         // SAFETY: the front passes a live stream handle.
-        unsafe { stream_ref(stream) }.enqueue(Op::Host { func, data: SendPtr(user_data) });
+        let stream = unsafe { stream_ref(stream) };
+        touch(stream.device)?;
+        stream.enqueue(Op::Host { func, data: SendPtr(user_data) });
         Ok(())
     })
 }

@@ -63,6 +63,8 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     function_from_host: Some(kernel::function_from_host),
     function_release: Some(kernel::function_release),
     launch_kernel: Some(kernel::launch_kernel),
+    // No fault injection: the front answers XDAL_ERROR_NOT_SUPPORTED.
+    debug_set_faults: None,
 };
 
 /// The OpenCL backend's table getter, with the signature every plugin's
