@@ -80,6 +80,7 @@ pub(crate) fn with_last_error<R>(f: impl FnOnce(&str) -> R) -> R {
 /// unwind ever crosses into C.
 #[inline]
 pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> XResult<()>) -> xdal_status_t {
+    crate::validate::entering(function);
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => xdal_status::XDAL_SUCCESS,
         Ok(Err(error)) => {

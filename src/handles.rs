@@ -76,6 +76,9 @@ pub(crate) struct HandleTable<T> {
     /// Top 16 bits of every handle of this table; never 0, so no handle is
     /// NULL and no user-space pointer looks like one.
     tag: u16,
+    /// What `XDAL_VALIDATE` calls its objects; None: not reported (objects
+    /// a caller need not destroy).
+    kind: Option<&'static str>,
     segments: [AtomicPtr<Segment<T>>; SEGMENTS],
     allocator: Mutex<Allocator>,
 }
@@ -112,9 +115,18 @@ impl<T> HandleTable<T> {
     pub const fn new(tag: u16) -> HandleTable<T> {
         HandleTable {
             tag,
+            kind: None,
             segments: [const { AtomicPtr::new(std::ptr::null_mut()) }; SEGMENTS],
             allocator: Mutex::new(Allocator { free: Vec::new(), next: 0 }),
         }
+    }
+
+    /// A table of objects the caller must destroy: `XDAL_VALIDATE` reports
+    /// those still live at exit as `kind`s.
+    pub const fn tracked(tag: u16, kind: &'static str) -> HandleTable<T> {
+        let mut table = Self::new(tag);
+        table.kind = Some(kind);
+        table
     }
 
     fn allocator(&self) -> std::sync::MutexGuard<'_, Allocator> {
@@ -152,7 +164,11 @@ impl<T> HandleTable<T> {
         // nobody reads its value (stale pins see the wrong state and leave).
         unsafe { *slot.value.get() = Some(value) };
         let state = slot.state.fetch_or(HELD | LIVE, Release);
-        Some(self.encode(index, generation_of(state)))
+        let handle = self.encode(index, generation_of(state));
+        if let Some(kind) = self.kind {
+            crate::validate::created(kind, handle, String::new);
+        }
+        Some(handle)
     }
 
     /// Pins the slot of `handle` if it holds the live object the handle names.
@@ -212,6 +228,9 @@ impl<T> HandleTable<T> {
         let value = unsafe { (*slot.value.get()).clone() };
         let killed = slot.state.fetch_and(!LIVE, AcqRel) & LIVE != 0;
         self.unpin(slot, index);
+        if let (Some(kind), true) = (self.kind, killed) {
+            crate::validate::destroyed(kind, handle);
+        }
         // Two destroys of one handle: only the one that killed it succeeds.
         value.filter(|_| killed)
     }

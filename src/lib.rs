@@ -23,6 +23,7 @@ mod lock;
 mod objects;
 mod registry;
 mod threads;
+mod validate;
 
 pub use api::*;
 pub use builtin_backends::{BuiltinBackend, BUILTIN_BACKENDS};

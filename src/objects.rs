@@ -89,8 +89,8 @@ impl Drop for EventObj {
     }
 }
 
-pub(crate) static STREAMS: HandleTable<StreamObj> = HandleTable::new(0xA151);
-pub(crate) static EVENTS: HandleTable<EventObj> = HandleTable::new(0xA1E7);
+pub(crate) static STREAMS: HandleTable<StreamObj> = HandleTable::tracked(0xA151, "stream");
+pub(crate) static EVENTS: HandleTable<EventObj> = HandleTable::tracked(0xA1E7, "event");
 
 /// A stream a call named, borrowed for the call: from the handle table, or
 /// a device's default stream (which lives as long as the process).
@@ -248,7 +248,7 @@ impl Drop for FunctionObj {
     }
 }
 
-pub(crate) static MODULES: HandleTable<ModuleObj> = HandleTable::new(0xA1D0);
+pub(crate) static MODULES: HandleTable<ModuleObj> = HandleTable::tracked(0xA1D0, "module");
 pub(crate) static FUNCTIONS: HandleTable<FunctionObj> = HandleTable::new(0xA1F0);
 
 /// Stores an object in a handle table; a full table is out of memory.

@@ -67,7 +67,7 @@ pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status
         let result = call!(backend, mem_alloc(device, size, &mut addr));
         count_alloc(backend, device, size, &result);
         result?;
-        REGISTRY.insert(Allocation { base: addr as usize, size, memory: MemoryType::Device(device) });
+        publish(Allocation { base: addr as usize, size, memory: MemoryType::Device(device) });
         out.write(addr);
         Ok(())
     })
@@ -92,6 +92,7 @@ pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
         let _ = crate::dispatch::device::synchronize(backend, device);
         call!(backend, mem_free(device, ptr)).inspect_err(|_| REGISTRY.insert(allocation))?;
         count_free(backend, device, allocation.size);
+        retired(&allocation);
         Ok(())
     })
 }
@@ -105,7 +106,7 @@ pub extern "C" fn xdal_malloc_host(ptr: *mut *mut c_void, size: usize) -> xdal_s
         check_size(size)?;
         let backend = backend()?;
         let addr = crate::dispatch::memory::alloc_host(backend, size)?;
-        REGISTRY.insert(Allocation { base: addr as usize, size, memory: MemoryType::Host });
+        publish(Allocation { base: addr as usize, size, memory: MemoryType::Host });
         out.write(addr);
         Ok(())
     })
@@ -123,7 +124,10 @@ pub extern "C" fn xdal_free_host(ptr: *mut c_void) -> xdal_status_t {
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, |a| a.memory == MemoryType::Host) else {
             return Err(not_freeable(backend, ptr, MemoryType::Host));
         };
-        crate::dispatch::memory::free_host(backend, ptr, allocation.size).inspect_err(|_| REGISTRY.insert(allocation))
+        crate::dispatch::memory::free_host(backend, ptr, allocation.size)
+            .inspect_err(|_| REGISTRY.insert(allocation))?;
+        retired(&allocation);
+        Ok(())
     })
 }
 
@@ -139,7 +143,7 @@ pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: 
         let backend = backend()?;
         let addr = crate::dispatch::memory::alloc_async(backend, &stream, size)?;
         let memory = MemoryType::Device(stream.device.get());
-        REGISTRY.insert(Allocation { base: addr as usize, size, memory });
+        publish(Allocation { base: addr as usize, size, memory });
         out.write(addr);
         Ok(())
     })
@@ -163,8 +167,32 @@ pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xd
         crate::dispatch::memory::free_async(backend, &stream, device, ptr)
             .inspect_err(|_| REGISTRY.insert(allocation))?;
         count_free(backend, device, allocation.size);
+        retired(&allocation);
         Ok(())
     })
+}
+
+/// Makes a new allocation known: to the registry, and to validation.
+fn publish(allocation: Allocation) {
+    REGISTRY.insert(allocation);
+    crate::validate::created(allocation_kind(&allocation), allocation.base, || match allocation.memory {
+        MemoryType::Device(device) => format!("{} bytes on device {device}", allocation.size),
+        _ => format!("{} bytes", allocation.size),
+    });
+}
+
+/// Tells validation that an allocation was freed (the registry has let
+/// it go already).
+fn retired(allocation: &Allocation) {
+    crate::validate::destroyed(allocation_kind(allocation), allocation.base);
+}
+
+fn allocation_kind(allocation: &Allocation) -> &'static str {
+    if allocation.memory == MemoryType::Host {
+        "pinned host allocation"
+    } else {
+        "device allocation"
+    }
 }
 
 /// Describes the allocation that contains `ptr` (interior pointers too).

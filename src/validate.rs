@@ -1,0 +1,148 @@
+//! `XDAL_VALIDATE=1`: the front remembers which call made each object a
+//! caller must destroy (allocations, pinned host memory, streams, events,
+//! modules, and the graphs and tracers of 1.2), and at exit reports to
+//! stderr every one not destroyed, with its size and the call that made it,
+//! as a leak checker does. Off, it costs each call one relaxed load.
+use crate::lock::IgnorePoison;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Mutex;
+
+/// 0: not read yet; 1: off; 2: on.
+static STATE: AtomicU8 = AtomicU8::new(0);
+
+/// Whether validation is on (`XDAL_VALIDATE=1`, read once).
+#[inline]
+pub(crate) fn enabled() -> bool {
+    match STATE.load(Relaxed) {
+        2 => true,
+        1 => false,
+        _ => read_setting(),
+    }
+}
+
+#[cold]
+fn read_setting() -> bool {
+    let on = xdal_backend_support::env::var("XDAL_VALIDATE").is_some_and(|v| v != "0");
+    if on && STATE.compare_exchange(0, 2, Relaxed, Relaxed).is_ok() {
+        // SAFETY: registering a plain extern "C" function with no
+        // arguments; it runs once, at exit.
+        unsafe { libc::atexit(report_at_exit) };
+    } else if !on {
+        STATE.store(1, Relaxed);
+    }
+    on
+}
+
+thread_local! {
+    /// The xdal function this thread is in, while validation is on.
+    static CURRENT_CALL: Cell<&'static str> = const { Cell::new("") };
+}
+
+/// Notes the function a thread has entered (`error::boundary` calls it).
+#[inline]
+pub(crate) fn entering(function: &'static str) {
+    if enabled() {
+        CURRENT_CALL.set(function);
+    }
+}
+
+/// Where an object came from.
+struct Origin {
+    what: String,
+    call: &'static str,
+    serial: u64,
+    thread: String,
+}
+
+static SERIAL: AtomicU64 = AtomicU64::new(1);
+static LIVE: Mutex<Option<HashMap<(&'static str, usize), Origin>>> = Mutex::new(None);
+
+/// Records a new object: `kind` and `key` (its handle or address) name
+/// it, `what` describes it ("1024 bytes on device 0").
+pub(crate) fn created(kind: &'static str, key: usize, what: impl FnOnce() -> String) {
+    if !enabled() {
+        return;
+    }
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    let thread = std::thread::current();
+    let origin = Origin {
+        what: what(),
+        call: CURRENT_CALL.get(),
+        serial: SERIAL.fetch_add(1, Relaxed),
+        thread: match thread.name() {
+            Some(name) => format!("{tid} ({name})"),
+            None => tid.to_string(),
+        },
+    };
+    LIVE.lock().ignore_poison().get_or_insert_with(HashMap::new).insert((kind, key), origin);
+}
+
+/// Forgets an object that was destroyed.
+pub(crate) fn destroyed(kind: &'static str, key: usize) {
+    if !enabled() {
+        return;
+    }
+    if let Some(live) = LIVE.lock().ignore_poison().as_mut() {
+        live.remove(&(kind, key));
+    }
+}
+
+/// The report of what is still live, oldest first ("" when nothing is).
+fn report() -> String {
+    let live = LIVE.lock().ignore_poison();
+    let Some(live) = live.as_ref().filter(|l| !l.is_empty()) else { return String::new() };
+    let mut objects: Vec<_> = live.iter().collect();
+    objects.sort_by_key(|(_, origin)| origin.serial);
+    let mut text = format!("xdal: XDAL_VALIDATE: {} object(s) never destroyed:\n", objects.len());
+    for ((kind, key), origin) in objects {
+        let _ = writeln!(
+            text,
+            "  {kind} {key:#x}{}{}: made by {} (object #{} of the process, on thread {})",
+            if origin.what.is_empty() { "" } else { ", " },
+            origin.what,
+            if origin.call.is_empty() { "an xdal call" } else { origin.call },
+            origin.serial,
+            origin.thread
+        );
+    }
+    text
+}
+
+extern "C" fn report_at_exit() {
+    // Nothing may unwind out of an atexit handler.
+    let _ = std::panic::catch_unwind(|| {
+        let text = report();
+        if !text.is_empty() {
+            eprint!("{text}");
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_lists_what_is_live_oldest_first_with_its_call() {
+        // Forced on for this test binary's process; its atexit report is
+        // harmless there.
+        STATE.store(2, Relaxed);
+        entering("xdal_stream_create");
+        created("test-stream", 0xA1, String::new);
+        entering("xdal_malloc");
+        created("test-allocation", 0x1000, || "64 bytes on device 0".into());
+        created("test-allocation", 0x2000, || "32 bytes on device 1".into());
+        destroyed("test-allocation", 0x2000);
+        let text = report();
+        let stream = text.find("test-stream 0xa1: made by xdal_stream_create").expect(&text);
+        let allocation = text.find("test-allocation 0x1000, 64 bytes on device 0: made by xdal_malloc").expect(&text);
+        assert!(stream < allocation, "oldest first: {text}");
+        assert!(!text.contains("0x2000"), "destroyed objects are not reported: {text}");
+        destroyed("test-stream", 0xA1);
+        destroyed("test-allocation", 0x1000);
+    }
+}
