@@ -103,11 +103,23 @@ impl BuiltinArgs {
     }
 
     /// The pointer arguments of a launch with `args` and the bytes each
-    /// reaches. Arguments of sizes the kernel does not take give no reach
-    /// (the backend refuses the launch for them); counts whose bytes do not
-    /// fit the address space are `XDAL_ERROR_INVALID_VALUE`.
+    /// reaches. A count or size of arguments the kernel does not take, or
+    /// counts whose bytes do not fit the address space, are
+    /// `XDAL_ERROR_INVALID_VALUE` (checked here rather than left to the
+    /// backend, so that a captured launch is refused at capture time).
     pub fn reaches(&self, args: &[xdal_kernel_arg_t]) -> XResult<Vec<Reach>> {
-        let Some(values) = ArgReader::new(self.family, args) else { return Ok(Vec::new()) };
+        let scalar = self.bits.1.div_ceil(8) as usize;
+        let Some(values) = ArgReader::new(self.family, scalar, args) else {
+            let expected = ArgReader::layout(self.family, scalar);
+            let given: Vec<usize> = args.iter().map(|a| a.size).collect();
+            bail!(
+                XDAL_ERROR_INVALID_VALUE,
+                "{} takes {} argument(s) of {expected:?} bytes; the launch gave {} of {given:?}",
+                self.name,
+                expected.len(),
+                given.len()
+            );
+        };
         let (s, d) = self.bits;
         let array = |index, role, elements: Option<u64>, bits| -> XResult<Reach> {
             let elements = elements.ok_or_else(|| self.too_large())?;
@@ -201,23 +213,27 @@ struct ArgReader<'a> {
 }
 
 impl<'a> ArgReader<'a> {
-    /// None when the count or a size of a pointer, count or dimension
-    /// argument is not the family's (scalars are the backend's to check).
-    fn new(family: Family, args: &'a [xdal_kernel_arg_t]) -> Option<ArgReader<'a>> {
+    /// The exact argument sizes of `family`, whose scalars take `scalar`
+    /// bytes (a 4-bit type's take one).
+    fn layout(family: Family, scalar: usize) -> Vec<usize> {
         const W: usize = 8;
         const D: usize = DIMS_BYTES;
-        // Sizes of the arguments read here; 0 for a scalar value.
-        let layout: &[usize] = match family {
-            Family::Fill => &[W, W, 0],
-            Family::Binary => &[W, W, W, W],
-            Family::Sum | Family::Cast => &[W, W, W],
-            Family::Matmul => &[W, W, W, W, W, W],
-            Family::Strided => &[W, W, W, D, D, D],
-            Family::FillStrided => &[W, W, D, D, 0],
-            Family::Axpby => &[W, W, W, W, 0, 0],
-            Family::SumDim => &[W, W, W, W, W],
-        };
-        let fits = args.len() == layout.len() && args.iter().zip(layout).all(|(a, &size)| size == 0 || a.size == size);
+        match family {
+            Family::Fill => vec![W, W, scalar],
+            Family::Binary => vec![W, W, W, W],
+            Family::Sum | Family::Cast => vec![W, W, W],
+            Family::Matmul => vec![W, W, W, W, W, W],
+            Family::Strided => vec![W, W, W, D, D, D],
+            Family::FillStrided => vec![W, W, D, D, scalar],
+            Family::Axpby => vec![W, W, W, W, scalar, scalar],
+            Family::SumDim => vec![W, W, W, W, W],
+        }
+    }
+
+    /// None when the count or a size of the arguments is not the family's.
+    fn new(family: Family, scalar: usize, args: &'a [xdal_kernel_arg_t]) -> Option<ArgReader<'a>> {
+        let layout = Self::layout(family, scalar);
+        let fits = args.len() == layout.len() && args.iter().zip(&layout).all(|(a, &size)| a.size == size);
         fits.then_some(ArgReader { args })
     }
 
@@ -347,9 +363,12 @@ mod tests {
         let huge = u64::MAX / 2;
         let err = fill.reaches(&[arg(&p), arg(&huge), arg(&value)]).map(|_| ()).unwrap_err();
         assert_eq!(err.status, xdal_abi::xdal_status::XDAL_ERROR_INVALID_VALUE);
-        // Sizes the kernel does not take: no reach, the backend refuses.
-        assert!(fill.reaches(&[arg(&p), arg(&1u32), arg(&value)]).unwrap().is_empty());
-        assert!(fill.reaches(&[arg(&p), arg(&n)]).unwrap().is_empty());
+        // Sizes the kernel does not take are refused.
+        for bad in [&[arg(&p), arg(&1u32), arg(&value)][..], &[arg(&p), arg(&n)], &[arg(&p), arg(&n), arg(&1u16)]] {
+            let err = fill.reaches(bad).map(|_| ()).unwrap_err();
+            assert_eq!(err.status, xdal_abi::xdal_status::XDAL_ERROR_INVALID_VALUE);
+            assert!(err.message.contains("fill_i4 takes 3 argument(s) of [8, 8, 1] bytes"), "{}", err.message);
+        }
     }
 
     #[test]

@@ -6,13 +6,14 @@
 use crate::backend::{backend, call, Backend, DeviceIndex};
 use crate::builtin_args::BuiltinArgs;
 use crate::error::{bail, err, Error, XResult};
+use crate::graph::Capture;
 use crate::handles::{HandleTable, Ref};
 use crate::lock::IgnorePoison;
 use crate::threads::current_device;
 use std::collections::HashMap;
 use std::ffi::{c_int, CStr, CString};
-use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, Weak};
 use xdal_abi::*;
 
 pub(crate) struct StreamObj {
@@ -23,6 +24,11 @@ pub(crate) struct StreamObj {
     /// for async entries a backend leaves empty): sticky, like the
     /// backend's own stream errors.
     pub fallback_error: Mutex<Option<Error>>,
+    /// Whether the stream takes part in a capture (since 1.2): checked on
+    /// every enqueue, so one load when it does not.
+    pub capturing: AtomicBool,
+    /// The capture, while `capturing`.
+    pub capture: Mutex<Option<Arc<Capture>>>,
     backend: &'static Backend,
 }
 
@@ -49,7 +55,15 @@ impl StreamObj {
     ) -> XResult<Arc<StreamObj>> {
         let mut native: xdal_backend_stream_t = std::ptr::null_mut();
         call!(backend, stream_create(device.get(), flags, priority, &mut native))?;
-        Ok(Arc::new(StreamObj { native, device, priority, fallback_error: Mutex::new(None), backend }))
+        Ok(Arc::new(StreamObj {
+            native,
+            device,
+            priority,
+            fallback_error: Mutex::new(None),
+            capturing: AtomicBool::new(false),
+            capture: Mutex::new(None),
+            backend,
+        }))
     }
 }
 
@@ -67,6 +81,11 @@ pub(crate) struct EventObj {
     /// For backends without `event_elapsed_time`: the host time (ns + 1; 0
     /// while pending) at which the stream reached the latest record.
     pub stamp: Mutex<Option<Arc<AtomicU64>>>,
+    /// Since 1.2: the id of the capture the event was last recorded in (0:
+    /// none), checked by every query and wait.
+    pub capture_id: AtomicU64,
+    /// That capture and the stream's frontier there.
+    pub captured: Mutex<Option<(Weak<Capture>, Vec<usize>)>>,
     backend: &'static Backend,
 }
 
@@ -79,7 +98,14 @@ impl EventObj {
     pub fn create(backend: &'static Backend, device: DeviceIndex, flags: u32) -> XResult<Arc<EventObj>> {
         let mut native: xdal_backend_event_t = std::ptr::null_mut();
         call!(backend, event_create(device.get(), flags, &mut native))?;
-        Ok(Arc::new(EventObj { native, flags, stamp: Mutex::new(None), backend }))
+        Ok(Arc::new(EventObj {
+            native,
+            flags,
+            stamp: Mutex::new(None),
+            capture_id: AtomicU64::new(0),
+            captured: Mutex::new(None),
+            backend,
+        }))
     }
 }
 
@@ -202,7 +228,8 @@ impl ModuleObj {
         let mut native: xdal_backend_function_t = std::ptr::null_mut();
         call!(self.backend, module_get_function(self.native, name.as_ptr(), &mut native))?;
         let builtin = if self.builtin { BuiltinArgs::of(&name.to_string_lossy()) } else { None };
-        let function = Arc::new(FunctionObj { native, builtin, backend: self.backend });
+        let function =
+            Arc::new(FunctionObj { native, builtin, name: name.to_string_lossy().into_owned(), backend: self.backend });
         let handle = insert_handle(&FUNCTIONS, function, "functions")?;
         functions.insert(name.to_owned(), handle);
         Ok(handle)
@@ -228,6 +255,8 @@ pub(crate) struct FunctionObj {
     pub native: xdal_backend_function_t,
     /// For a built-in kernel, its signature: launches are checked with it.
     pub builtin: Option<BuiltinArgs>,
+    /// Its name in its module; "" for a host function.
+    name: String,
     backend: &'static Backend,
 }
 
@@ -238,7 +267,16 @@ unsafe impl Sync for FunctionObj {}
 
 impl FunctionObj {
     pub fn new(backend: &'static Backend, native: xdal_backend_function_t) -> Arc<FunctionObj> {
-        Arc::new(FunctionObj { native, builtin: None, backend })
+        Arc::new(FunctionObj { native, builtin: None, name: String::new(), backend })
+    }
+
+    /// The kernel's name, as profiles and graph dumps show it.
+    pub fn name(&self) -> &str {
+        if self.name.is_empty() {
+            "(host kernel)"
+        } else {
+            &self.name
+        }
     }
 }
 

@@ -271,6 +271,29 @@ pub struct xdal_backend_v1 {
     /// with a message pointing at the bad part, and leaves the previous one
     /// in place. Fallback: `XDAL_ERROR_NOT_SUPPORTED` (no fault injection).
     pub debug_set_faults: Option<unsafe extern "C" fn(spec: *const c_char) -> xdal_status_raw>,
+    /// Instantiates a captured graph natively: `num_nodes` nodes of
+    /// `device`, each after its dependencies (`nodes` and everything it
+    /// points to are valid during the call only: copy what is kept). A
+    /// backend that fills this fills `graph_exec_launch` and
+    /// `graph_exec_destroy` too. Fallback (all three NULL): the front
+    /// replays the nodes through the eager entries, skipping their checks.
+    pub graph_exec_create: Option<
+        unsafe extern "C" fn(
+            device: c_int,
+            nodes: *const crate::xdal_backend_graph_node_t,
+            num_nodes: usize,
+            exec: *mut crate::xdal_backend_graph_exec_t,
+        ) -> xdal_status_raw,
+    >,
+    /// Enqueues one run of every node of `exec` on `stream` (of the exec's
+    /// device), in an order that respects the dependencies. The front never
+    /// has two runs of one exec in flight at once. A node that fails makes
+    /// the stream's error sticky (`XDAL_ERROR_LAUNCH_FAILED`).
+    pub graph_exec_launch: Option<
+        unsafe extern "C" fn(exec: crate::xdal_backend_graph_exec_t, stream: xdal_backend_stream_t) -> xdal_status_raw,
+    >,
+    /// Releases a native exec; runs still queued keep what they need.
+    pub graph_exec_destroy: Option<unsafe extern "C" fn(exec: crate::xdal_backend_graph_exec_t) -> xdal_status_raw>,
 }
 
 /// See `struct xdal_backend_v1`.

@@ -15,6 +15,7 @@
 pub mod backend;
 pub mod device;
 pub mod extensible;
+pub mod graph;
 pub mod handles;
 pub mod kernel;
 pub mod memory;
@@ -25,6 +26,7 @@ pub mod version;
 pub use backend::*;
 pub use device::*;
 pub use extensible::write_sized;
+pub use graph::*;
 pub use handles::*;
 pub use kernel::*;
 pub use memory::*;

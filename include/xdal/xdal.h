@@ -170,6 +170,25 @@ typedef enum xdal_status {
 } xdal_status;
 
 /**
+ * Whether a stream is capturing (since 1.2).
+ */
+typedef enum xdal_capture_status {
+  /**
+   * Not capturing: work runs.
+   */
+  XDAL_CAPTURE_STATUS_NONE = 0,
+  /**
+   * Capturing: work is recorded.
+   */
+  XDAL_CAPTURE_STATUS_ACTIVE = 1,
+  /**
+   * Capturing, but an illegal call broke the capture: work is refused
+   * and `xdal_stream_end_capture` will fail.
+   */
+  XDAL_CAPTURE_STATUS_INVALIDATED = 2,
+} xdal_capture_status;
+
+/**
  * What kind of memory a pointer refers to.
  */
 typedef enum xdal_memory_type {
@@ -280,6 +299,26 @@ typedef enum xdal_dtype {
 } xdal_dtype;
 
 /**
+ * How a stream capture restricts calls that are not captured (since 1.2).
+ */
+typedef enum xdal_capture_mode {
+  /**
+   * While the capture is active, `xdal_malloc`, `xdal_free` and
+   * synchronous copies and sets from any thread are refused with
+   * `XDAL_ERROR_CAPTURE_UNSUPPORTED` and invalidate the capture.
+   */
+  XDAL_CAPTURE_MODE_GLOBAL = 0,
+  /**
+   * As GLOBAL, but only from the thread that began the capture.
+   */
+  XDAL_CAPTURE_MODE_THREAD_LOCAL = 1,
+  /**
+   * Those calls are not restricted.
+   */
+  XDAL_CAPTURE_MODE_RELAXED = 2,
+} xdal_capture_mode;
+
+/**
  * The object behind an `xdal_event_t`. Never defined: only pointed to.
  */
 typedef struct xdal_event_s xdal_event_s;
@@ -288,6 +327,16 @@ typedef struct xdal_event_s xdal_event_s;
  * The object behind an `xdal_function_t`. Never defined: only pointed to.
  */
 typedef struct xdal_function_s xdal_function_s;
+
+/**
+ * The object behind an `xdal_graph_exec_t`. Never defined: only pointed to.
+ */
+typedef struct xdal_graph_exec_s xdal_graph_exec_s;
+
+/**
+ * The object behind an `xdal_graph_t`. Never defined: only pointed to.
+ */
+typedef struct xdal_graph_s xdal_graph_s;
 
 /**
  * The object behind an `xdal_module_t`. Never defined: only pointed to.
@@ -373,6 +422,25 @@ typedef struct xdal_device_properties xdal_device_properties_t;
  * An event: a point in a stream's work, with a timestamp when timing is on.
  */
 typedef struct xdal_event_s *xdal_event_t;
+
+/**
+ * A captured graph (since 1.2): the work a stream capture recorded, as
+ * nodes and their dependencies. Made by `xdal_stream_end_capture`,
+ * destroyed by `xdal_graph_destroy`.
+ */
+typedef struct xdal_graph_s *xdal_graph_t;
+
+/**
+ * See `enum xdal_capture_status`.
+ */
+typedef enum xdal_capture_status xdal_capture_status_t;
+
+/**
+ * An instantiated graph (since 1.2): checked and prepared once, launched
+ * with `xdal_graph_launch` as often as wanted, destroyed by
+ * `xdal_graph_exec_destroy`.
+ */
+typedef struct xdal_graph_exec_s *xdal_graph_exec_t;
 
 /**
  * A loaded set of kernels.
@@ -580,6 +648,11 @@ typedef enum xdal_memcpy_kind xdal_memcpy_kind_t;
  */
 typedef enum xdal_dtype xdal_dtype_t;
 
+/**
+ * See `enum xdal_capture_mode`.
+ */
+typedef enum xdal_capture_mode xdal_capture_mode_t;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -721,6 +794,84 @@ xdal_status_t xdal_event_synchronize(xdal_event_t event);
  * `XDAL_ERROR_INVALID_VALUE`; `XDAL_ERROR_NOT_READY` while either is pending.
  */
 xdal_status_t xdal_event_elapsed_time(float *ms, xdal_event_t start, xdal_event_t end);
+
+/**
+ * Since 1.2. Starts capturing `stream`: until `xdal_stream_end_capture`,
+ * work enqueued on it (kernel launches, async copies and sets, host
+ * functions, event records and waits, `xdal_malloc_async` and
+ * `xdal_free_async`) is checked as usual and recorded as graph nodes, not
+ * run. Streams that wait on an event recorded in the capture join it
+ * (fork), and must be waited on again by `stream` before the end (join).
+ * `mode` says which calls that name no stream are refused meanwhile
+ * (`xdal_capture_mode_t`). Synchronizing or querying a capturing stream,
+ * or an event recorded in the capture, or the device, returns
+ * `XDAL_ERROR_CAPTURE_UNSUPPORTED` and invalidates the capture. A stream
+ * already capturing is `XDAL_ERROR_INVALID_VALUE`, as is an unknown mode.
+ */
+xdal_status_t xdal_stream_begin_capture(xdal_stream_t stream, xdal_capture_mode_t mode);
+
+/**
+ * Since 1.2. Ends the capture begun on `stream` and writes the graph of
+ * what it recorded (possibly empty). Every stream that joined the capture
+ * leaves it. `XDAL_ERROR_CAPTURE_INVALIDATED` (and no graph) when an
+ * illegal call broke the capture, when a stream that joined was not
+ * joined back, or when `stream` joined the capture rather than began it
+ * (which invalidates it); `XDAL_ERROR_INVALID_VALUE` when `stream` is not
+ * capturing.
+ */
+xdal_status_t xdal_stream_end_capture(xdal_stream_t stream, xdal_graph_t *graph);
+
+/**
+ * Since 1.2. Writes whether `stream` captures (`status`) and, when
+ * `capture_id` is not NULL, the capture's id (unique in the process; 0
+ * when not capturing).
+ */
+xdal_status_t xdal_stream_get_capture_info(xdal_stream_t stream,
+                                           xdal_capture_status_t *status,
+                                           uint64_t *capture_id);
+
+/**
+ * Since 1.2. Prepares `graph` for launches and writes the exec. The exec
+ * does not depend on the graph handle: destroying the graph leaves it
+ * working (the graph's memory is kept until both are gone).
+ */
+xdal_status_t xdal_graph_instantiate(xdal_graph_exec_t *exec, xdal_graph_t graph);
+
+/**
+ * Since 1.2. Enqueues one run of the whole graph on `stream` (NULL: the
+ * current device's default stream), which must be of the graph's device
+ * (else `XDAL_ERROR_INVALID_VALUE`). Nodes run in dependency order; no
+ * argument is checked again. Launches of one exec run one after the
+ * other, on whichever streams. A node that fails makes `stream`'s error
+ * sticky (`XDAL_ERROR_LAUNCH_FAILED`). Into a capturing stream:
+ * `XDAL_ERROR_CAPTURE_UNSUPPORTED`.
+ */
+xdal_status_t xdal_graph_launch(xdal_graph_exec_t exec, xdal_stream_t stream);
+
+/**
+ * Since 1.2. Destroys an exec; launches already enqueued still run.
+ */
+xdal_status_t xdal_graph_exec_destroy(xdal_graph_exec_t exec);
+
+/**
+ * Since 1.2. Destroys a graph. Its reserved memory is given back once no
+ * exec made from it is left.
+ */
+xdal_status_t xdal_graph_destroy(xdal_graph_t graph);
+
+/**
+ * Since 1.2. Writes the number of nodes of `graph`: one per captured
+ * kernel launch, copy, set, host function, `xdal_malloc_async` and
+ * `xdal_free_async` (event records and waits are edges, not nodes).
+ */
+xdal_status_t xdal_graph_get_node_count(xdal_graph_t graph, size_t *count);
+
+/**
+ * Since 1.2. Writes `graph` to the file `path` in Graphviz's DOT language
+ * (`dot -Tsvg`), a box per node and an arrow per dependency. A file that
+ * cannot be written is `XDAL_ERROR_INVALID_VALUE` with the system's reason.
+ */
+xdal_status_t xdal_graph_debug_dump(xdal_graph_t graph, const char *path);
 
 /**
  * Loads a module from a file: on the fake backend a host shared library

@@ -25,6 +25,34 @@
 #define XDAL_STRIDED_MAX_DIMS 16
 
 /**
+ * What a graph node does (since 1.2).
+ */
+typedef enum xdal_backend_graph_node_kind {
+  /**
+   * Nothing: it only orders (a memory node, whose memory the front keeps
+   * reserved for the graph's life).
+   */
+  XDAL_BACKEND_GRAPH_NODE_EMPTY = 0,
+  /**
+   * A kernel launch: `function`, `grid`, `block`, `shared_mem_bytes`,
+   * `args`, `num_args`.
+   */
+  XDAL_BACKEND_GRAPH_NODE_KERNEL = 1,
+  /**
+   * A copy: `dst`, `src`, `bytes`, `copy_kind`.
+   */
+  XDAL_BACKEND_GRAPH_NODE_COPY = 2,
+  /**
+   * A set: `dst`, `value`, `bytes`.
+   */
+  XDAL_BACKEND_GRAPH_NODE_SET = 3,
+  /**
+   * A host function: `host_func`, `user_data`.
+   */
+  XDAL_BACKEND_GRAPH_NODE_HOST_FUNC = 4,
+} xdal_backend_graph_node_kind;
+
+/**
  * The object behind a backend's native event handle; defined by the backend.
  */
 typedef struct xdal_backend_event_s xdal_backend_event_s;
@@ -33,6 +61,11 @@ typedef struct xdal_backend_event_s xdal_backend_event_s;
  * The object behind a backend's native function handle; defined by the backend.
  */
 typedef struct xdal_backend_function_s xdal_backend_function_s;
+
+/**
+ * The object behind a backend's native graph exec; defined by the backend.
+ */
+typedef struct xdal_backend_graph_exec_s xdal_backend_graph_exec_s;
 
 /**
  * The object behind a backend's native module handle; defined by the backend.
@@ -63,6 +96,90 @@ typedef struct xdal_backend_module_s *xdal_backend_module_t;
  * A backend's native kernel. The front maps each `xdal_function_t` to one.
  */
 typedef struct xdal_backend_function_s *xdal_backend_function_t;
+
+/**
+ * One node of a graph the front hands a backend to instantiate (since
+ * 1.2). Nodes come in an order where each follows its dependencies;
+ * only the fields of its kind mean anything. Every argument was checked
+ * when it was captured, as for the eager call.
+ */
+typedef struct xdal_backend_graph_node {
+  /**
+   * What the node does.
+   */
+  enum xdal_backend_graph_node_kind kind;
+  /**
+   * Indices (into the node array) of the nodes this one waits for, all
+   * below its own.
+   */
+  const size_t *deps;
+  /**
+   * Entries of `deps`.
+   */
+  size_t num_deps;
+  /**
+   * KERNEL: the function (live for the exec's life).
+   */
+  xdal_backend_function_t function;
+  /**
+   * KERNEL: the grid.
+   */
+  xdal_dim3_t grid;
+  /**
+   * KERNEL: the block.
+   */
+  xdal_dim3_t block;
+  /**
+   * KERNEL: shared memory bytes per block.
+   */
+  size_t shared_mem_bytes;
+  /**
+   * KERNEL: the argument values, valid during the call only (copy them).
+   */
+  const xdal_kernel_arg_t *args;
+  /**
+   * KERNEL: entries of `args`.
+   */
+  size_t num_args;
+  /**
+   * COPY, SET: the destination.
+   */
+  void *dst;
+  /**
+   * COPY: the source.
+   */
+  const void *src;
+  /**
+   * COPY, SET: bytes (> 0).
+   */
+  size_t bytes;
+  /**
+   * COPY: the resolved direction (never DEFAULT).
+   */
+  xdal_memcpy_kind_t copy_kind;
+  /**
+   * SET: the byte value, in the low 8 bits.
+   */
+  int value;
+  /**
+   * HOST_FUNC: the function (non-NULL).
+   */
+  xdal_host_fn_t host_func;
+  /**
+   * HOST_FUNC: its argument.
+   */
+  void *user_data;
+} xdal_backend_graph_node;
+
+/**
+ * See `struct xdal_backend_graph_node`.
+ */
+typedef struct xdal_backend_graph_node xdal_backend_graph_node_t;
+
+/**
+ * A backend's native instantiated graph (since 1.2).
+ */
+typedef struct xdal_backend_graph_exec_s *xdal_backend_graph_exec_t;
 
 /**
  * Version 1 of the backend table. A backend fills one and returns it from
@@ -326,6 +443,29 @@ typedef struct xdal_backend_v1 {
    * in place. Fallback: `XDAL_ERROR_NOT_SUPPORTED` (no fault injection).
    */
   xdal_status_t (*debug_set_faults)(const char *spec);
+  /**
+   * Instantiates a captured graph natively: `num_nodes` nodes of
+   * `device`, each after its dependencies (`nodes` and everything it
+   * points to are valid during the call only: copy what is kept). A
+   * backend that fills this fills `graph_exec_launch` and
+   * `graph_exec_destroy` too. Fallback (all three NULL): the front
+   * replays the nodes through the eager entries, skipping their checks.
+   */
+  xdal_status_t (*graph_exec_create)(int device,
+                                     const xdal_backend_graph_node_t *nodes,
+                                     size_t num_nodes,
+                                     xdal_backend_graph_exec_t *exec);
+  /**
+   * Enqueues one run of every node of `exec` on `stream` (of the exec's
+   * device), in an order that respects the dependencies. The front never
+   * has two runs of one exec in flight at once. A node that fails makes
+   * the stream's error sticky (`XDAL_ERROR_LAUNCH_FAILED`).
+   */
+  xdal_status_t (*graph_exec_launch)(xdal_backend_graph_exec_t exec, xdal_backend_stream_t stream);
+  /**
+   * Releases a native exec; runs still queued keep what they need.
+   */
+  xdal_status_t (*graph_exec_destroy)(xdal_backend_graph_exec_t exec);
 } xdal_backend_v1;
 
 /**

@@ -5,6 +5,8 @@
 use crate::api::memory::address_device;
 use crate::backend::{backend, call, Backend};
 use crate::error::{bail, boundary, require, XResult};
+use crate::graph::capture;
+use crate::graph::node::Op;
 use crate::registry::{MemoryType, Place, REGISTRY};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
@@ -149,9 +151,13 @@ fn check_set(backend: &Backend, dst: *mut c_void, bytes: usize) -> XResult<()> {
     Ok(())
 }
 
-/// Orders a synchronous call after the current device's default stream.
-fn after_default_stream(backend: &'static Backend) -> XResult<()> {
+/// Orders a synchronous copy or set (`what`) after the current device's
+/// default stream. Refused while a capture's mode forbids synchronous
+/// copies, or while that default stream captures.
+fn after_default_stream(backend: &'static Backend, what: &str) -> XResult<()> {
+    capture::check_unsafe_call(what)?;
     if let Some(default) = backend.existing_default_stream(current_device()) {
+        capture::check_stream_wait(default, &format!("{what}, ordered after a capturing default stream,"))?;
         // A sticky error of the default stream belongs to that stream's
         // work, not to this copy: the wait is what matters here.
         let _ = call!(backend, stream_synchronize(default.native));
@@ -177,7 +183,7 @@ pub extern "C" fn xdal_memcpy(
             return Ok(());
         }
         let copy = check_copy(backend, dst, src, bytes, kind)?;
-        after_default_stream(backend)?;
+        after_default_stream(backend, "xdal_memcpy")?;
         call!(backend, mem_copy(copy.dst, copy.src, bytes, copy.kind))
     })
 }
@@ -202,6 +208,10 @@ pub extern "C" fn xdal_memcpy_async(
             return Ok(());
         }
         let copy = check_copy(backend, dst, src, bytes, kind)?;
+        if let Some(capture) = capture::of(&stream) {
+            let op = Op::Copy { dst: copy.dst as usize, src: copy.src as usize, bytes, kind: copy.kind };
+            return capture::record(&capture, &stream, op);
+        }
         crate::dispatch::stream::copy_async(backend, &stream, copy.dst, copy.src, bytes, copy.kind)
     })
 }
@@ -231,7 +241,7 @@ pub extern "C" fn xdal_memcpy_peer(
                 bail!(XDAL_ERROR_INVALID_POINTER, "the {role} {addr:#x} is not memory of device {device}");
             }
         }
-        after_default_stream(backend)?;
+        after_default_stream(backend, "xdal_memcpy_peer")?;
         crate::dispatch::memory::copy_peer(backend, dst, dst_device, src, src_device, bytes)
     })
 }
@@ -246,7 +256,7 @@ pub extern "C" fn xdal_memset(dst: *mut c_void, value: c_int, bytes: usize) -> x
             return Ok(());
         }
         check_set(backend, dst, bytes)?;
-        after_default_stream(backend)?;
+        after_default_stream(backend, "xdal_memset")?;
         crate::dispatch::memory::set(backend, dst, value, bytes)
     })
 }
@@ -267,6 +277,9 @@ pub extern "C" fn xdal_memset_async(
             return Ok(());
         }
         check_set(backend, dst, bytes)?;
+        if let Some(capture) = capture::of(&stream) {
+            return capture::record(&capture, &stream, Op::Set { dst: dst as usize, value, bytes });
+        }
         crate::dispatch::stream::set_async(backend, &stream, dst, value, bytes)
     })
 }

@@ -73,6 +73,7 @@ pub extern "C" fn xdal_device_synchronize() -> xdal_status_t {
     boundary("xdal_device_synchronize", || {
         let backend = backend()?;
         let device = backend.device(current_device())?;
+        crate::graph::capture::check_device_wait(device, "xdal_device_synchronize")?;
         crate::dispatch::device::synchronize(backend, device.get())
     })
 }

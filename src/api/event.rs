@@ -1,6 +1,7 @@
 //! Events: points in a stream's work, with timestamps when timing is on.
 use crate::backend::{backend, call};
 use crate::error::{bail, boundary, err, Out};
+use crate::graph::capture;
 use crate::objects::{insert_handle, EventObj, EVENTS};
 use crate::threads::current_device;
 use xdal_abi::*;
@@ -42,6 +43,10 @@ pub extern "C" fn xdal_event_record(event: xdal_event_t, stream: xdal_stream_t) 
     boundary("xdal_event_record", || {
         let event = crate::objects::event(event)?;
         let stream = crate::objects::stream(stream)?;
+        if let Some(capture) = capture::of(&stream) {
+            return capture::record_event(&capture, &stream, &event);
+        }
+        capture::clear_event(&event);
         crate::dispatch::event::record(backend()?, &event, &stream)
     })
 }
@@ -53,6 +58,7 @@ pub extern "C" fn xdal_event_record(event: xdal_event_t, stream: xdal_stream_t) 
 pub extern "C" fn xdal_event_query(event: xdal_event_t) -> xdal_status_t {
     boundary("xdal_event_query", || {
         let event = crate::objects::event(event)?;
+        capture::check_event_wait(&event, "xdal_event_query of an event recorded in the capture")?;
         call!(backend()?, event_query(event.native))
     })
 }
@@ -62,6 +68,7 @@ pub extern "C" fn xdal_event_query(event: xdal_event_t) -> xdal_status_t {
 pub extern "C" fn xdal_event_synchronize(event: xdal_event_t) -> xdal_status_t {
     boundary("xdal_event_synchronize", || {
         let event = crate::objects::event(event)?;
+        capture::check_event_wait(&event, "xdal_event_synchronize of an event recorded in the capture")?;
         call!(backend()?, event_synchronize(event.native))
     })
 }
@@ -74,6 +81,9 @@ pub extern "C" fn xdal_event_elapsed_time(ms: *mut f32, start: xdal_event_t, end
     boundary("xdal_event_elapsed_time", || {
         let out = Out::new(ms, "ms")?;
         let (start, end) = (crate::objects::event(start)?, crate::objects::event(end)?);
+        for event in [&start, &end] {
+            capture::check_event_wait(event, "xdal_event_elapsed_time of an event recorded in the capture")?;
+        }
         out.write(crate::dispatch::event::elapsed_ms(backend()?, &start, &end)?);
         Ok(())
     })

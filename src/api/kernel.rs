@@ -3,10 +3,12 @@ use crate::api::copy::classify;
 use crate::backend::{backend, call, Backend};
 use crate::builtin_args::check_reaches;
 use crate::error::{bail, boundary, require, Out, XResult};
+use crate::graph::node::{KernelNode, Op};
 use crate::lock::IgnorePoison;
 use crate::objects::{insert_handle, FunctionObj, ModuleObj, FUNCTIONS, MODULES};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
+use std::sync::Arc;
 use std::sync::Mutex;
 use xdal_abi::*;
 
@@ -229,6 +231,10 @@ pub extern "C" fn xdal_launch_kernel(
         if let Some(builtin) = &function.builtin {
             let device = stream.device.get();
             check_reaches(builtin, args, device, |addr, bytes, role| classify(backend, addr, bytes, role))?;
+        }
+        if let Some(capture) = crate::graph::capture::of(&stream) {
+            let node = KernelNode::new(Arc::clone(&function), grid, block, shared_mem_bytes, args);
+            return crate::graph::capture::record(&capture, &stream, Op::Kernel(node));
         }
         let args_ptr = if args.is_empty() { std::ptr::null() } else { args.as_ptr() };
         call!(backend, launch_kernel(function.native, grid, block, shared_mem_bytes, stream.native, args_ptr, num_args))

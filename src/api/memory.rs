@@ -4,6 +4,7 @@ use crate::api::device::check_struct_size;
 use crate::backend::{backend, call, Backend};
 use crate::dispatch::memory::{count_alloc, count_free};
 use crate::error::{bail, boundary, err, Error, Out, XResult};
+use crate::graph::capture;
 use crate::registry::{Allocation, MemoryType, REGISTRY};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
@@ -61,6 +62,7 @@ pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status
     boundary("xdal_malloc", || {
         let out = Out::new(ptr, "ptr")?;
         check_size(size)?;
+        capture::check_unsafe_call("xdal_malloc")?;
         let backend = backend()?;
         let device = backend.device(current_device())?.get();
         let mut addr = std::ptr::null_mut();
@@ -83,6 +85,8 @@ pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
         if ptr.is_null() {
             return Ok(());
         }
+        capture::check_unsafe_call("xdal_free")?;
+        refuse_graph_memory(ptr)?;
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
             return Err(not_freeable(backend, ptr, MemoryType::Device(0)));
         };
@@ -141,6 +145,10 @@ pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: 
         check_size(size)?;
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
+        if let Some(capture) = capture::of(&stream) {
+            out.write(capture::malloc(&capture, &stream, backend, size)? as *mut c_void);
+            return Ok(());
+        }
         let addr = crate::dispatch::memory::alloc_async(backend, &stream, size)?;
         let memory = MemoryType::Device(stream.device.get());
         publish(Allocation { base: addr as usize, size, memory });
@@ -160,6 +168,10 @@ pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xd
             return Ok(());
         }
         let stream = crate::objects::stream(stream)?;
+        if let Some(capture) = capture::of(&stream) {
+            return capture::free(&capture, &stream, ptr as usize);
+        }
+        refuse_graph_memory(ptr)?;
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
             return Err(not_freeable(backend, ptr, MemoryType::Device(0)));
         };
@@ -170,6 +182,17 @@ pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xd
         retired(&allocation);
         Ok(())
     })
+}
+
+/// Refuses a free of memory a graph reserved (since 1.2).
+fn refuse_graph_memory(ptr: *mut c_void) -> XResult<()> {
+    if crate::graph::memory::is_reserved(ptr as usize) {
+        bail!(
+            XDAL_ERROR_INVALID_POINTER,
+            "{ptr:p} was allocated in a stream capture: it belongs to the graph until xdal_graph_destroy"
+        );
+    }
+    Ok(())
 }
 
 /// Makes a new allocation known: to the registry, and to validation.

@@ -1,6 +1,8 @@
 //! Streams: in-order queues of work on one device.
 use crate::backend::{backend, call};
 use crate::error::{bail, boundary, err, require, Out};
+use crate::graph::capture;
+use crate::graph::node::Op;
 use crate::objects::{default_stream_device, default_stream_handle, insert_handle, StreamObj, STREAMS};
 use crate::threads::current_device;
 use std::ffi::{c_int, c_void};
@@ -65,6 +67,9 @@ pub extern "C" fn xdal_stream_destroy(stream: xdal_stream_t) -> xdal_status_t {
         if stream.is_null() {
             bail!(XDAL_ERROR_INVALID_HANDLE, "the default stream (NULL) cannot be destroyed");
         }
+        if let Some(object) = STREAMS.get(stream as usize) {
+            capture::check_stream_wait(&object, "xdal_stream_destroy of a capturing stream")?;
+        }
         if STREAMS.remove(stream as usize).is_some() {
             return Ok(());
         }
@@ -88,6 +93,7 @@ pub extern "C" fn xdal_stream_destroy(stream: xdal_stream_t) -> xdal_status_t {
 pub extern "C" fn xdal_stream_query(stream: xdal_stream_t) -> xdal_status_t {
     boundary("xdal_stream_query", || {
         let stream = crate::objects::stream(stream)?;
+        capture::check_stream_wait(&stream, "xdal_stream_query")?;
         stream.fallback_error()?;
         call!(backend()?, stream_query(stream.native))
     })
@@ -99,6 +105,7 @@ pub extern "C" fn xdal_stream_query(stream: xdal_stream_t) -> xdal_status_t {
 pub extern "C" fn xdal_stream_synchronize(stream: xdal_stream_t) -> xdal_status_t {
     boundary("xdal_stream_synchronize", || {
         let stream = crate::objects::stream(stream)?;
+        capture::check_stream_wait(&stream, "xdal_stream_synchronize")?;
         call!(backend()?, stream_synchronize(stream.native))?;
         stream.fallback_error()
     })
@@ -111,7 +118,11 @@ pub extern "C" fn xdal_stream_wait_event(stream: xdal_stream_t, event: xdal_even
     boundary("xdal_stream_wait_event", || {
         let stream = crate::objects::stream(stream)?;
         let event = crate::objects::event(event)?;
-        crate::dispatch::stream::wait_event(backend()?, &stream, &event)
+        let backend = backend()?;
+        if capture::wait_event(backend, &stream, &event)? {
+            return Ok(());
+        }
+        crate::dispatch::stream::wait_event(backend, &stream, &event)
     })
 }
 
@@ -147,6 +158,9 @@ pub extern "C" fn xdal_launch_host_func(
     boundary("xdal_launch_host_func", || {
         require(func.map_or(std::ptr::null(), |f| f as *const c_void), "fn")?;
         let stream = crate::objects::stream(stream)?;
+        if let (Some(capture), Some(func)) = (capture::of(&stream), func) {
+            return capture::record(&capture, &stream, Op::Host { func, data: user_data as usize });
+        }
         call!(backend()?, launch_host_func(stream.native, func, user_data))
     })
 }

@@ -237,6 +237,19 @@ impl Launch {
         }
     }
 
+    /// Runs the launch again, as a graph replays its kernel node: the same
+    /// function, grid and argument bytes. Never while a run is in flight
+    /// (the front serializes an exec's runs); helpers still holding the
+    /// launch from the last run find no block, or help this one.
+    pub fn rerun(self: &Arc<Self>) -> FakeResult<()> {
+        self.done.store(0, Relaxed);
+        self.failed.store(false, Relaxed);
+        *self.failure.lock().ignore_poison() = None;
+        // Last, so that no helper claims a block before the rest is reset.
+        self.next.store(0, Release);
+        self.run()
+    }
+
     /// Claims and runs blocks until none is left.
     pub fn help(&self) {
         loop {

@@ -15,6 +15,7 @@ mod error;
 mod event;
 mod executor;
 mod faults;
+mod graph;
 mod heap;
 mod hot;
 mod launch;

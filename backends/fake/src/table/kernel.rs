@@ -18,7 +18,7 @@ fn module_handle(module: FakeModule) -> xdal_backend_module_t {
 ///
 /// # Safety
 /// `handle` must come from this file and not be released (the front checks).
-unsafe fn function_ref(handle: xdal_backend_function_t) -> ManuallyDrop<Arc<FakeFunction>> {
+pub(super) unsafe fn function_ref(handle: xdal_backend_function_t) -> ManuallyDrop<Arc<FakeFunction>> {
     // SAFETY: per the contract above; ManuallyDrop leaves the count as is.
     ManuallyDrop::new(unsafe { Arc::from_raw(handle as *const FakeFunction) })
 }

@@ -2,6 +2,7 @@
 mod debug;
 mod device;
 mod event;
+mod graph;
 mod kernel;
 mod memory;
 mod stream;
@@ -63,6 +64,9 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     function_release: Some(kernel::function_release),
     launch_kernel: Some(kernel::launch_kernel),
     debug_set_faults: Some(debug::set_faults),
+    graph_exec_create: Some(graph::exec_create),
+    graph_exec_launch: Some(graph::exec_launch),
+    graph_exec_destroy: Some(graph::exec_destroy),
 };
 
 /// The fake backend's table getter, with the signature every plugin's

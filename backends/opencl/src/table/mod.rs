@@ -65,6 +65,10 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     launch_kernel: Some(kernel::launch_kernel),
     // No fault injection: the front answers XDAL_ERROR_NOT_SUPPORTED.
     debug_set_faults: None,
+    // Graphs: the front's generic replay (PoCL has no cl_khr_command_buffer).
+    graph_exec_create: None,
+    graph_exec_launch: None,
+    graph_exec_destroy: None,
 };
 
 /// The OpenCL backend's table getter, with the signature every plugin's
