@@ -11,6 +11,7 @@ mod cli;
 mod copies;
 mod dispatch;
 mod gate;
+mod graphs;
 mod kernels;
 mod machine;
 mod opencl;
@@ -60,6 +61,7 @@ fn run(cli: &Cli, timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
             "roundtrip" => streams::round_trips(timing, rows),
             "scaling" => scaling::run(timing, rows, idle_memory.take()),
             "kernels" => kernels::run(timing, rows),
+            "graphs" => graphs::run(timing, rows),
             "dispatch" => dispatch::run(timing, rows),
             "opencl" => opencl::run(timing, rows),
             _ => Err(format!("unknown group {name}")),

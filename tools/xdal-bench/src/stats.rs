@@ -97,6 +97,12 @@ impl Samples {
         Samples { per_op: vec![value_per_op], ops: 1 }
     }
 
+    /// The same batches counted as `parts` operations each (a graph of
+    /// `parts` nodes launched as one).
+    pub fn per_node(&self, parts: u64) -> Samples {
+        Samples { per_op: self.per_op.iter().map(|s| s / parts as f64).collect(), ops: self.ops * parts }
+    }
+
     /// The statistics of `figure(per_op)` over the batches.
     pub fn stat(&self, figure: impl Fn(f64) -> f64) -> Stat {
         let mut values: Vec<f64> = self.per_op.iter().map(|&s| figure(s)).collect();
