@@ -1,6 +1,7 @@
 //! Failure as the front sees it: a status plus a message, the calling
 //! thread's last error, and the panic boundary every export runs inside.
 use std::cell::RefCell;
+use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use xdal_abi::{xdal_status, xdal_status_t};
 
@@ -79,19 +80,40 @@ pub(crate) fn with_last_error<R>(f: impl FnOnce(&str) -> R) -> R {
 /// status and message, and a panic into `XDAL_ERROR_INTERNAL`, so that no
 /// unwind ever crosses into C.
 #[inline]
-pub(crate) fn boundary(function: &'static str, body: impl FnOnce() -> XResult<()>) -> xdal_status_t {
-    crate::validate::entering(function);
+pub(crate) fn boundary(function: &'static CStr, body: impl FnOnce() -> XResult<()>) -> xdal_status_t {
+    if crate::observe::any() {
+        return observed(function, body);
+    }
+    run(function, body)
+}
+
+/// `boundary` while something watches calls (validation, tracing).
+#[inline(never)]
+fn observed(function: &'static CStr, body: impl FnOnce() -> XResult<()>) -> xdal_status_t {
+    let flags = crate::observe::flags();
+    if flags & crate::observe::VALIDATE != 0 {
+        crate::validate::entering(function.to_str().unwrap_or("xdal"));
+    }
+    if flags & crate::observe::TRACE != 0 {
+        return crate::trace::call(function, || run(function, body));
+    }
+    run(function, body)
+}
+
+#[inline]
+fn run(function: &'static CStr, body: impl FnOnce() -> XResult<()>) -> xdal_status_t {
+    let function = || function.to_str().unwrap_or("xdal");
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => xdal_status::XDAL_SUCCESS,
         Ok(Err(error)) => {
             if error.status != xdal_status::XDAL_ERROR_NOT_READY {
-                set_last_error(function, &error.message);
+                set_last_error(function(), &error.message);
             }
             error.status
         }
         Err(panic) => {
             let text = panic_text(&*panic);
-            set_last_error(function, &format!("internal error (caught panic): {text}"));
+            set_last_error(function(), &format!("internal error (caught panic): {text}"));
             xdal_status::XDAL_ERROR_INTERNAL
         }
     }
@@ -141,18 +163,18 @@ mod tests {
 
     #[test]
     fn the_boundary_turns_errors_and_panics_into_statuses_and_messages() {
-        let status = boundary("xdal_test", || Err(err!(XDAL_ERROR_INVALID_VALUE, "size is 0")));
+        let status = boundary(c"xdal_test", || Err(err!(XDAL_ERROR_INVALID_VALUE, "size is 0")));
         assert_eq!(status, xdal_status::XDAL_ERROR_INVALID_VALUE);
         assert_eq!(with_last_error(str::to_string), "xdal_test: size is 0");
 
-        let status = boundary("xdal_test", || Err(err!(XDAL_ERROR_NOT_READY, "pending")));
+        let status = boundary(c"xdal_test", || Err(err!(XDAL_ERROR_NOT_READY, "pending")));
         assert_eq!(status, xdal_status::XDAL_ERROR_NOT_READY);
         assert_eq!(with_last_error(str::to_string), "xdal_test: size is 0", "NOT_READY is no failure");
 
-        let status = boundary("xdal_test", || panic!("boom"));
+        let status = boundary(c"xdal_test", || panic!("boom"));
         assert_eq!(status, xdal_status::XDAL_ERROR_INTERNAL);
         assert!(with_last_error(|m| m.contains("boom") && m.starts_with("xdal_test: ")));
 
-        assert_eq!(boundary("xdal_test", || Ok(())), xdal_status::XDAL_SUCCESS);
+        assert_eq!(boundary(c"xdal_test", || Ok(())), xdal_status::XDAL_SUCCESS);
     }
 }

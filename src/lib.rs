@@ -22,8 +22,10 @@ mod graph;
 mod handles;
 mod lock;
 mod objects;
+mod observe;
 mod registry;
 mod threads;
+mod trace;
 mod validate;
 
 pub use api::*;

@@ -18,6 +18,9 @@ use xdal_abi::*;
 
 pub(crate) struct StreamObj {
     pub native: xdal_backend_stream_t,
+    /// Stable and unique in the process, never 0: activities name their
+    /// stream by it.
+    pub id: u64,
     pub device: DeviceIndex,
     pub priority: c_int,
     /// The first failure of work the front enqueued itself (the fallbacks
@@ -55,8 +58,10 @@ impl StreamObj {
     ) -> XResult<Arc<StreamObj>> {
         let mut native: xdal_backend_stream_t = std::ptr::null_mut();
         call!(backend, stream_create(device.get(), flags, priority, &mut native))?;
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Ok(Arc::new(StreamObj {
             native,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             device,
             priority,
             fallback_error: Mutex::new(None),
@@ -228,8 +233,7 @@ impl ModuleObj {
         let mut native: xdal_backend_function_t = std::ptr::null_mut();
         call!(self.backend, module_get_function(self.native, name.as_ptr(), &mut native))?;
         let builtin = if self.builtin { BuiltinArgs::of(&name.to_string_lossy()) } else { None };
-        let function =
-            Arc::new(FunctionObj { native, builtin, name: name.to_string_lossy().into_owned(), backend: self.backend });
+        let function = Arc::new(FunctionObj { native, builtin, name: name.to_owned(), backend: self.backend });
         let handle = insert_handle(&FUNCTIONS, function, "functions")?;
         functions.insert(name.to_owned(), handle);
         Ok(handle)
@@ -256,7 +260,7 @@ pub(crate) struct FunctionObj {
     /// For a built-in kernel, its signature: launches are checked with it.
     pub builtin: Option<BuiltinArgs>,
     /// Its name in its module; "" for a host function.
-    name: String,
+    name: CString,
     backend: &'static Backend,
 }
 
@@ -267,13 +271,18 @@ unsafe impl Sync for FunctionObj {}
 
 impl FunctionObj {
     pub fn new(backend: &'static Backend, native: xdal_backend_function_t) -> Arc<FunctionObj> {
-        Arc::new(FunctionObj { native, builtin: None, name: String::new(), backend })
+        Arc::new(FunctionObj { native, builtin: None, name: CString::default(), backend })
     }
 
     /// The kernel's name, as profiles and graph dumps show it.
     pub fn name(&self) -> &str {
+        self.name_cstr().to_str().unwrap_or("(a kernel)")
+    }
+
+    /// `name` for C.
+    pub fn name_cstr(&self) -> &CStr {
         if self.name.is_empty() {
-            "(host kernel)"
+            c"(host kernel)"
         } else {
             &self.name
         }

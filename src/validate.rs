@@ -7,31 +7,23 @@ use crate::lock::IgnorePoison;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
-/// 0: not read yet; 1: off; 2: on.
-static STATE: AtomicU8 = AtomicU8::new(0);
-
-/// Whether validation is on (`XDAL_VALIDATE=1`, read once).
+/// Whether validation is on (`XDAL_VALIDATE`, read on the first call).
 #[inline]
 pub(crate) fn enabled() -> bool {
-    match STATE.load(Relaxed) {
-        2 => true,
-        1 => false,
-        _ => read_setting(),
-    }
+    crate::observe::flags() & crate::observe::VALIDATE != 0
 }
 
-#[cold]
-fn read_setting() -> bool {
+/// Reads `XDAL_VALIDATE` (once, for observe.rs); when on, arranges the
+/// report at exit.
+pub(crate) fn from_environment() -> bool {
     let on = xdal_backend_support::env::var("XDAL_VALIDATE").is_some_and(|v| v != "0");
-    if on && STATE.compare_exchange(0, 2, Relaxed, Relaxed).is_ok() {
+    if on {
         // SAFETY: registering a plain extern "C" function with no
         // arguments; it runs once, at exit.
         unsafe { libc::atexit(report_at_exit) };
-    } else if !on {
-        STATE.store(1, Relaxed);
     }
     on
 }
@@ -41,12 +33,10 @@ thread_local! {
     static CURRENT_CALL: Cell<&'static str> = const { Cell::new("") };
 }
 
-/// Notes the function a thread has entered (`error::boundary` calls it).
-#[inline]
+/// Notes the function a thread has entered (the observed boundary calls
+/// it while validation is on).
 pub(crate) fn entering(function: &'static str) {
-    if enabled() {
-        CURRENT_CALL.set(function);
-    }
+    CURRENT_CALL.set(function);
 }
 
 /// Where an object came from.
@@ -128,9 +118,9 @@ mod tests {
 
     #[test]
     fn the_report_lists_what_is_live_oldest_first_with_its_call() {
-        // Forced on for this test binary's process; its atexit report is
-        // harmless there.
-        STATE.store(2, Relaxed);
+        // Forced on for this test binary's process (no report at exit: the
+        // environment did not ask for one).
+        crate::observe::set(crate::observe::VALIDATE, true);
         entering("xdal_stream_create");
         created("test-stream", 0xA1, String::new);
         entering("xdal_malloc");

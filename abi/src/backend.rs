@@ -294,6 +294,16 @@ pub struct xdal_backend_v1 {
     >,
     /// Releases a native exec; runs still queued keep what they need.
     pub graph_exec_destroy: Option<unsafe extern "C" fn(exec: crate::xdal_backend_graph_exec_t) -> xdal_status_raw>,
+    /// Times the next operation the calling thread enqueues through this
+    /// table (a copy, set, kernel, host function or graph launch, on any
+    /// stream): when it runs, the backend writes its start time to
+    /// `slots[0]`, then its end time to `slots[1]` (nanoseconds of
+    /// `CLOCK_MONOTONIC`, the clock of `xdal_get_timestamp_ns`; release
+    /// ordering; the slots stay valid until written). One operation only;
+    /// NULL cancels a request no operation took. Tracing times each traced
+    /// operation so, at no cost to the stream. Fallback: the front brackets
+    /// the operation with two host functions that write the times.
+    pub time_next_enqueue: Option<unsafe extern "C" fn(slots: *mut u64) -> xdal_status_raw>,
 }
 
 /// See `struct xdal_backend_v1`.

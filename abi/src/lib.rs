@@ -21,6 +21,7 @@ pub mod kernel;
 pub mod memory;
 pub mod status;
 pub mod stream;
+pub mod trace;
 pub mod version;
 
 pub use backend::*;
@@ -32,4 +33,5 @@ pub use kernel::*;
 pub use memory::*;
 pub use status::*;
 pub use stream::*;
+pub use trace::*;
 pub use version::*;

@@ -207,6 +207,40 @@ typedef enum xdal_memory_type {
 } xdal_memory_type;
 
 /**
+ * What an activity record describes (since 1.2).
+ */
+typedef enum xdal_activity_kind {
+  /**
+   * A kernel launch: `name` is the kernel's, `grid` and `block` its shape.
+   */
+  XDAL_ACTIVITY_KERNEL = 0,
+  /**
+   * A copy: `bytes` and `copy_kind`; `name` e.g. "memcpy HtoD".
+   */
+  XDAL_ACTIVITY_MEMCPY = 1,
+  /**
+   * A set: `bytes`.
+   */
+  XDAL_ACTIVITY_MEMSET = 2,
+  /**
+   * A host function run in stream order.
+   */
+  XDAL_ACTIVITY_HOST_FUNC = 3,
+  /**
+   * One launch of a graph, all its nodes.
+   */
+  XDAL_ACTIVITY_GRAPH = 4,
+  /**
+   * A device allocation (`xdal_malloc`, `xdal_malloc_async`): `bytes`.
+   */
+  XDAL_ACTIVITY_ALLOC = 5,
+  /**
+   * A device free (`xdal_free`, `xdal_free_async`): `bytes`.
+   */
+  XDAL_ACTIVITY_FREE = 6,
+} xdal_activity_kind;
+
+/**
  * The direction of a copy.
  */
 typedef enum xdal_memcpy_kind {
@@ -347,6 +381,11 @@ typedef struct xdal_module_s xdal_module_s;
  * The object behind an `xdal_stream_t`. Never defined: only pointed to.
  */
 typedef struct xdal_stream_s xdal_stream_s;
+
+/**
+ * The object behind an `xdal_tracer_t`. Never defined: only pointed to.
+ */
+typedef struct xdal_tracer_s xdal_tracer_s;
 
 /**
  * The status type that every xdal function returns.
@@ -639,9 +678,170 @@ typedef struct xdal_mem_stats xdal_mem_stats_t;
 typedef void (*xdal_host_fn_t)(void *user_data);
 
 /**
+ * A tracer (since 1.2): a pair of callbacks that receive API and activity
+ * records from `xdal_tracer_create` until `xdal_tracer_destroy`.
+ */
+typedef struct xdal_tracer_s *xdal_tracer_t;
+
+/**
+ * One xdal call, delivered after it returned (since 1.2). Extensible.
+ */
+typedef struct xdal_api_record {
+  /**
+   * Size of this struct as the library knows it.
+   */
+  size_t struct_size;
+  /**
+   * The function's name, e.g. "xdal_memcpy_async" (static).
+   */
+  const char *function;
+  /**
+   * Unique in the process; activities of work this call enqueued carry it.
+   */
+  uint64_t correlation_id;
+  /**
+   * The top of the calling thread's `xdal_correlation_push_external`
+   * stack; 0 when it is empty.
+   */
+  uint64_t external_id;
+  /**
+   * When the call started, on `xdal_get_timestamp_ns`'s clock.
+   */
+  uint64_t start_ns;
+  /**
+   * When it returned, same clock.
+   */
+  uint64_t end_ns;
+  /**
+   * The calling thread (the operating system's thread id).
+   */
+  uint64_t thread_id;
+  /**
+   * What the call returned.
+   */
+  xdal_status_t status;
+} xdal_api_record;
+
+/**
+ * See `struct xdal_api_record`.
+ */
+typedef struct xdal_api_record xdal_api_record_t;
+
+/**
+ * Receives an API record; may run on any thread, must not call xdal
+ * functions that wait.
+ */
+typedef void (*xdal_api_callback_t)(void *user_data, const xdal_api_record_t *record);
+
+/**
+ * See `enum xdal_activity_kind`.
+ */
+typedef enum xdal_activity_kind xdal_activity_kind_t;
+
+/**
  * See `enum xdal_memcpy_kind`.
  */
 typedef enum xdal_memcpy_kind xdal_memcpy_kind_t;
+
+/**
+ * One piece of device work, delivered after it completed (since 1.2).
+ * Extensible: `struct_size` is the size the library filled in.
+ */
+typedef struct xdal_activity {
+  /**
+   * Size of this struct as the library knows it.
+   */
+  size_t struct_size;
+  /**
+   * What the work was.
+   */
+  xdal_activity_kind_t kind;
+  /**
+   * The device it ran on.
+   */
+  int device;
+  /**
+   * The stream it ran on: stable per stream, never 0.
+   */
+  uint64_t stream_id;
+  /**
+   * The API call that enqueued it (`xdal_api_record_t`'s id).
+   */
+  uint64_t correlation_id;
+  /**
+   * When the work started, on `xdal_get_timestamp_ns`'s clock.
+   */
+  uint64_t start_ns;
+  /**
+   * When it ended, same clock.
+   */
+  uint64_t end_ns;
+  /**
+   * The kernel's name, or e.g. "memcpy HtoD"; valid during the callback.
+   */
+  const char *name;
+  /**
+   * Bytes copied, set, allocated or freed; 0 otherwise.
+   */
+  uint64_t bytes;
+  /**
+   * For a copy, its direction.
+   */
+  xdal_memcpy_kind_t copy_kind;
+  /**
+   * For a kernel, its grid.
+   */
+  xdal_dim3_t grid;
+  /**
+   * For a kernel, its block.
+   */
+  xdal_dim3_t block;
+} xdal_activity;
+
+/**
+ * See `struct xdal_activity`.
+ */
+typedef struct xdal_activity xdal_activity_t;
+
+/**
+ * Receives `count` activity records; may run on any thread, must not call
+ * xdal functions that wait. The records are valid during the call only.
+ */
+typedef void (*xdal_activity_callback_t)(void *user_data,
+                                         const xdal_activity_t *records,
+                                         size_t count);
+
+/**
+ * What `xdal_tracer_create` takes (since 1.2). Extensible: set
+ * `struct_size` to `sizeof(xdal_tracer_desc_t)`.
+ */
+typedef struct xdal_tracer_desc {
+  /**
+   * Size of this struct as the caller knows it; set by the caller.
+   */
+  size_t struct_size;
+  /**
+   * Called once per xdal call; may be NULL.
+   */
+  xdal_api_callback_t api;
+  /**
+   * Called with completed activities; may be NULL.
+   */
+  xdal_activity_callback_t activity;
+  /**
+   * Passed to both callbacks.
+   */
+  void *user_data;
+  /**
+   * Bit `1 << kind` for each `xdal_activity_kind_t` wanted; 0 means all.
+   */
+  uint64_t activity_mask;
+} xdal_tracer_desc;
+
+/**
+ * See `struct xdal_tracer_desc`.
+ */
+typedef struct xdal_tracer_desc xdal_tracer_desc_t;
 
 /**
  * See `enum xdal_dtype`.
@@ -1107,6 +1307,50 @@ xdal_status_t xdal_stream_get_device(xdal_stream_t stream, int *device);
  * functions that wait (synchronize, blocking copies).
  */
 xdal_status_t xdal_launch_host_func(xdal_stream_t stream, xdal_host_fn_t func, void *user_data);
+
+/**
+ * Since 1.2. Creates a tracer: from now on `desc->api` (if not NULL) gets
+ * a record of every xdal call after it returned, on the calling thread,
+ * and `desc->activity` (if not NULL) gets records of the work the calls
+ * enqueued (of the kinds in `desc->activity_mask`; 0: all) once it
+ * completed, on whichever thread delivers them: at `xdal_tracer_flush`,
+ * at `xdal_tracer_destroy`, and whenever enough have completed. Several
+ * tracers may be live; each gets every record. Callbacks must not call
+ * xdal functions that wait. `desc->struct_size` below the fields up to
+ * `activity_mask` is `XDAL_ERROR_INVALID_VALUE`.
+ */
+xdal_status_t xdal_tracer_create(xdal_tracer_t *tracer, const xdal_tracer_desc_t *desc);
+
+/**
+ * Since 1.2. Delivers every activity completed so far (to every tracer),
+ * and rewrites the `XDAL_TRACE` file if one is being written.
+ */
+xdal_status_t xdal_tracer_flush(xdal_tracer_t tracer);
+
+/**
+ * Since 1.2. Flushes, then destroys a tracer: its callbacks are not
+ * called once this returns.
+ */
+xdal_status_t xdal_tracer_destroy(xdal_tracer_t tracer);
+
+/**
+ * Since 1.2. Pushes `id` on the calling thread's stack of external
+ * correlation ids: API records of this thread's calls carry the top one as
+ * `external_id` until it is popped (a framework's operator id, say).
+ */
+xdal_status_t xdal_correlation_push_external(uint64_t id);
+
+/**
+ * Since 1.2. Pops the calling thread's top external correlation id into
+ * `id` (optional). An empty stack is `XDAL_ERROR_INVALID_VALUE`.
+ */
+xdal_status_t xdal_correlation_pop_external(uint64_t *id);
+
+/**
+ * Since 1.2. Writes the time in nanoseconds on the clock of every
+ * timestamp in API and activity records (`CLOCK_MONOTONIC`).
+ */
+xdal_status_t xdal_get_timestamp_ns(uint64_t *ns);
 
 #ifdef __cplusplus
 }  // extern "C"

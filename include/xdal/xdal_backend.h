@@ -466,6 +466,18 @@ typedef struct xdal_backend_v1 {
    * Releases a native exec; runs still queued keep what they need.
    */
   xdal_status_t (*graph_exec_destroy)(xdal_backend_graph_exec_t exec);
+  /**
+   * Times the next operation the calling thread enqueues through this
+   * table (a copy, set, kernel, host function or graph launch, on any
+   * stream): when it runs, the backend writes its start time to
+   * `slots[0]`, then its end time to `slots[1]` (nanoseconds of
+   * `CLOCK_MONOTONIC`, the clock of `xdal_get_timestamp_ns`; release
+   * ordering; the slots stay valid until written). One operation only;
+   * NULL cancels a request no operation took. Tracing times each traced
+   * operation so, at no cost to the stream. Fallback: the front brackets
+   * the operation with two host functions that write the times.
+   */
+  xdal_status_t (*time_next_enqueue)(uint64_t *slots);
 } xdal_backend_v1;
 
 /**

@@ -9,6 +9,7 @@ use crate::graph::capture;
 use crate::graph::node::Op;
 use crate::registry::{MemoryType, Place, REGISTRY};
 use crate::threads::current_device;
+use crate::trace::activity::{self, Info};
 use std::ffi::{c_int, c_void};
 use xdal_abi::xdal_memcpy_kind::*;
 use xdal_abi::*;
@@ -176,7 +177,7 @@ pub extern "C" fn xdal_memcpy(
     bytes: usize,
     kind: xdal_memcpy_kind_raw,
 ) -> xdal_status_t {
-    boundary("xdal_memcpy", || {
+    boundary(c"xdal_memcpy", || {
         let kind = parse_kind(kind)?;
         let backend = backend()?;
         if bytes == 0 {
@@ -184,7 +185,13 @@ pub extern "C" fn xdal_memcpy(
         }
         let copy = check_copy(backend, dst, src, bytes, kind)?;
         after_default_stream(backend, "xdal_memcpy")?;
-        call!(backend, mem_copy(copy.dst, copy.src, bytes, copy.kind))
+        let device = current_device();
+        activity::host_traced(
+            backend,
+            device,
+            || Info::copy(bytes, copy.kind),
+            || call!(backend, mem_copy(copy.dst, copy.src, bytes, copy.kind)),
+        )
     })
 }
 
@@ -200,7 +207,7 @@ pub extern "C" fn xdal_memcpy_async(
     kind: xdal_memcpy_kind_raw,
     stream: xdal_stream_t,
 ) -> xdal_status_t {
-    boundary("xdal_memcpy_async", || {
+    boundary(c"xdal_memcpy_async", || {
         let kind = parse_kind(kind)?;
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
@@ -208,11 +215,16 @@ pub extern "C" fn xdal_memcpy_async(
             return Ok(());
         }
         let copy = check_copy(backend, dst, src, bytes, kind)?;
-        if let Some(capture) = capture::of(&stream) {
-            let op = Op::Copy { dst: copy.dst as usize, src: copy.src as usize, bytes, kind: copy.kind };
-            return capture::record(&capture, &stream, op);
+        if capture::capturing(&stream) {
+            let (dst, src) = (copy.dst as usize, copy.src as usize);
+            return capture::record_on(&stream, || Op::Copy { dst, src, bytes, kind: copy.kind });
         }
-        crate::dispatch::stream::copy_async(backend, &stream, copy.dst, copy.src, bytes, copy.kind)
+        activity::traced(
+            backend,
+            &stream,
+            || Info::copy(bytes, copy.kind),
+            || crate::dispatch::stream::copy_async(backend, &stream, copy.dst, copy.src, bytes, copy.kind),
+        )
     })
 }
 
@@ -227,7 +239,7 @@ pub extern "C" fn xdal_memcpy_peer(
     src_device: c_int,
     bytes: usize,
 ) -> xdal_status_t {
-    boundary("xdal_memcpy_peer", || {
+    boundary(c"xdal_memcpy_peer", || {
         let backend = backend()?;
         backend.device(dst_device)?;
         backend.device(src_device)?;
@@ -242,7 +254,13 @@ pub extern "C" fn xdal_memcpy_peer(
             }
         }
         after_default_stream(backend, "xdal_memcpy_peer")?;
-        crate::dispatch::memory::copy_peer(backend, dst, dst_device, src, src_device, bytes)
+        let kind = XDAL_MEMCPY_DEVICE_TO_DEVICE;
+        activity::host_traced(
+            backend,
+            dst_device,
+            || Info::copy(bytes, kind),
+            || crate::dispatch::memory::copy_peer(backend, dst, dst_device, src, src_device, bytes),
+        )
     })
 }
 
@@ -250,14 +268,19 @@ pub extern "C" fn xdal_memcpy_peer(
 /// returns when done. Ordered after the current device's default stream.
 #[no_mangle]
 pub extern "C" fn xdal_memset(dst: *mut c_void, value: c_int, bytes: usize) -> xdal_status_t {
-    boundary("xdal_memset", || {
+    boundary(c"xdal_memset", || {
         let backend = backend()?;
         if bytes == 0 {
             return Ok(());
         }
         check_set(backend, dst, bytes)?;
         after_default_stream(backend, "xdal_memset")?;
-        crate::dispatch::memory::set(backend, dst, value, bytes)
+        activity::host_traced(
+            backend,
+            current_device(),
+            || Info::set(bytes),
+            || crate::dispatch::memory::set(backend, dst, value, bytes),
+        )
     })
 }
 
@@ -270,16 +293,21 @@ pub extern "C" fn xdal_memset_async(
     bytes: usize,
     stream: xdal_stream_t,
 ) -> xdal_status_t {
-    boundary("xdal_memset_async", || {
+    boundary(c"xdal_memset_async", || {
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
         if bytes == 0 {
             return Ok(());
         }
         check_set(backend, dst, bytes)?;
-        if let Some(capture) = capture::of(&stream) {
-            return capture::record(&capture, &stream, Op::Set { dst: dst as usize, value, bytes });
+        if capture::capturing(&stream) {
+            return capture::record_on(&stream, || Op::Set { dst: dst as usize, value, bytes });
         }
-        crate::dispatch::stream::set_async(backend, &stream, dst, value, bytes)
+        activity::traced(
+            backend,
+            &stream,
+            || Info::set(bytes),
+            || crate::dispatch::stream::set_async(backend, &stream, dst, value, bytes),
+        )
     })
 }

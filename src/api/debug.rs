@@ -14,7 +14,7 @@ use xdal_abi::*;
 /// return `XDAL_ERROR_NOT_SUPPORTED`.
 #[no_mangle]
 pub extern "C" fn xdal_debug_set_faults(spec: *const c_char) -> xdal_status_t {
-    boundary("xdal_debug_set_faults", || {
+    boundary(c"xdal_debug_set_faults", || {
         let backend = backend()?;
         call_or!(
             backend,

@@ -8,7 +8,7 @@ use xdal_abi::*;
 /// Writes the number of devices the backend offers.
 #[no_mangle]
 pub extern "C" fn xdal_device_get_count(count: *mut c_int) -> xdal_status_t {
-    boundary("xdal_device_get_count", || {
+    boundary(c"xdal_device_get_count", || {
         let count = Out::new(count, "count")?;
         count.write(backend()?.device_count);
         Ok(())
@@ -19,7 +19,7 @@ pub extern "C" fn xdal_device_get_count(count: *mut c_int) -> xdal_status_t {
 /// `XDAL_ERROR_INVALID_DEVICE`, and the current device stays as it was.
 #[no_mangle]
 pub extern "C" fn xdal_device_set(device: c_int) -> xdal_status_t {
-    boundary("xdal_device_set", || {
+    boundary(c"xdal_device_set", || {
         set_current_device(backend()?.device(device)?.get());
         Ok(())
     })
@@ -28,7 +28,7 @@ pub extern "C" fn xdal_device_set(device: c_int) -> xdal_status_t {
 /// Writes the calling thread's current device (0 in a new thread).
 #[no_mangle]
 pub extern "C" fn xdal_device_get(device: *mut c_int) -> xdal_status_t {
-    boundary("xdal_device_get", || {
+    boundary(c"xdal_device_get", || {
         let device = Out::new(device, "device")?;
         backend()?;
         device.write(current_device());
@@ -51,7 +51,7 @@ pub(crate) fn check_struct_size<T>(out: &Out<T>, what: &str) -> XResult<()> {
 /// `props->struct_size`; only the fields that fit are written.
 #[no_mangle]
 pub extern "C" fn xdal_device_get_properties(device: c_int, props: *mut xdal_device_properties_t) -> xdal_status_t {
-    boundary("xdal_device_get_properties", || {
+    boundary(c"xdal_device_get_properties", || {
         let props = Out::new(props, "props")?;
         check_struct_size(&props, "props")?;
         let backend = backend()?;
@@ -70,7 +70,7 @@ pub extern "C" fn xdal_device_get_properties(device: c_int, props: *mut xdal_dev
 /// first sticky stream error found.
 #[no_mangle]
 pub extern "C" fn xdal_device_synchronize() -> xdal_status_t {
-    boundary("xdal_device_synchronize", || {
+    boundary(c"xdal_device_synchronize", || {
         let backend = backend()?;
         let device = backend.device(current_device())?;
         crate::graph::capture::check_device_wait(device, "xdal_device_synchronize")?;
@@ -82,7 +82,7 @@ pub extern "C" fn xdal_device_synchronize() -> xdal_status_t {
 /// (the default) and `greatest`; numerically lower is more urgent.
 #[no_mangle]
 pub extern "C" fn xdal_device_get_stream_priority_range(least: *mut c_int, greatest: *mut c_int) -> xdal_status_t {
-    boundary("xdal_device_get_stream_priority_range", || {
+    boundary(c"xdal_device_get_stream_priority_range", || {
         let (least, greatest) = (Out::new(least, "least")?, Out::new(greatest, "greatest")?);
         let backend = backend()?;
         least.write(backend.priority_least);
@@ -95,7 +95,7 @@ pub extern "C" fn xdal_device_get_stream_priority_range(least: *mut c_int, great
 /// directly, else 0 (a device is not its own peer).
 #[no_mangle]
 pub extern "C" fn xdal_device_can_access_peer(can_access: *mut c_int, device: c_int, peer: c_int) -> xdal_status_t {
-    boundary("xdal_device_can_access_peer", || {
+    boundary(c"xdal_device_can_access_peer", || {
         let can_access = Out::new(can_access, "can_access")?;
         let backend = backend()?;
         backend.device(device)?;
@@ -108,7 +108,7 @@ pub extern "C" fn xdal_device_can_access_peer(can_access: *mut c_int, device: c_
 /// Writes the free and total memory of the current device, in bytes.
 #[no_mangle]
 pub extern "C" fn xdal_mem_get_info(free_bytes: *mut usize, total_bytes: *mut usize) -> xdal_status_t {
-    boundary("xdal_mem_get_info", || {
+    boundary(c"xdal_mem_get_info", || {
         let (free_out, total_out) = (Out::new(free_bytes, "free_bytes")?, Out::new(total_bytes, "total_bytes")?);
         let backend = backend()?;
         let device = backend.device(current_device())?;

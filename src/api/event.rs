@@ -10,7 +10,7 @@ use xdal_abi::*;
 /// (timing on) or `XDAL_EVENT_DISABLE_TIMING`.
 #[no_mangle]
 pub extern "C" fn xdal_event_create(event: *mut xdal_event_t, flags: u32) -> xdal_status_t {
-    boundary("xdal_event_create", || {
+    boundary(c"xdal_event_create", || {
         let out = Out::new(event, "event")?;
         if flags & !XDAL_EVENT_FLAGS_ALL != 0 {
             bail!(XDAL_ERROR_INVALID_VALUE, "unknown event flags {flags:#x}");
@@ -28,7 +28,7 @@ pub extern "C" fn xdal_event_create(event: *mut xdal_event_t, flags: u32) -> xda
 /// invalid from now on.
 #[no_mangle]
 pub extern "C" fn xdal_event_destroy(event: xdal_event_t) -> xdal_status_t {
-    boundary("xdal_event_destroy", || {
+    boundary(c"xdal_event_destroy", || {
         EVENTS.remove(event as usize).map(drop).ok_or_else(|| {
             err!(XDAL_ERROR_INVALID_HANDLE, "{event:p} is not a live event (destroyed, or not an event handle)")
         })
@@ -40,11 +40,11 @@ pub extern "C" fn xdal_event_destroy(event: xdal_event_t) -> xdal_status_t {
 /// enqueued keep the old one.
 #[no_mangle]
 pub extern "C" fn xdal_event_record(event: xdal_event_t, stream: xdal_stream_t) -> xdal_status_t {
-    boundary("xdal_event_record", || {
+    boundary(c"xdal_event_record", || {
         let event = crate::objects::event(event)?;
         let stream = crate::objects::stream(stream)?;
-        if let Some(capture) = capture::of(&stream) {
-            return capture::record_event(&capture, &stream, &event);
+        if capture::capturing(&stream) {
+            return capture::record_event(&stream, &event);
         }
         capture::clear_event(&event);
         crate::dispatch::event::record(backend()?, &event, &stream)
@@ -56,7 +56,7 @@ pub extern "C" fn xdal_event_record(event: xdal_event_t, stream: xdal_stream_t) 
 /// if its work failed before the point.
 #[no_mangle]
 pub extern "C" fn xdal_event_query(event: xdal_event_t) -> xdal_status_t {
-    boundary("xdal_event_query", || {
+    boundary(c"xdal_event_query", || {
         let event = crate::objects::event(event)?;
         capture::check_event_wait(&event, "xdal_event_query of an event recorded in the capture")?;
         call!(backend()?, event_query(event.native))
@@ -66,7 +66,7 @@ pub extern "C" fn xdal_event_query(event: xdal_event_t) -> xdal_status_t {
 /// Waits until the recorded point is reached (at once if never recorded).
 #[no_mangle]
 pub extern "C" fn xdal_event_synchronize(event: xdal_event_t) -> xdal_status_t {
-    boundary("xdal_event_synchronize", || {
+    boundary(c"xdal_event_synchronize", || {
         let event = crate::objects::event(event)?;
         capture::check_event_wait(&event, "xdal_event_synchronize of an event recorded in the capture")?;
         call!(backend()?, event_synchronize(event.native))
@@ -78,7 +78,7 @@ pub extern "C" fn xdal_event_synchronize(event: xdal_event_t) -> xdal_status_t {
 /// `XDAL_ERROR_INVALID_VALUE`; `XDAL_ERROR_NOT_READY` while either is pending.
 #[no_mangle]
 pub extern "C" fn xdal_event_elapsed_time(ms: *mut f32, start: xdal_event_t, end: xdal_event_t) -> xdal_status_t {
-    boundary("xdal_event_elapsed_time", || {
+    boundary(c"xdal_event_elapsed_time", || {
         let out = Out::new(ms, "ms")?;
         let (start, end) = (crate::objects::event(start)?, crate::objects::event(end)?);
         for event in [&start, &end] {

@@ -5,6 +5,7 @@ use crate::graph::exec::GraphExecObj;
 use crate::graph::{capture, GraphObj, EXECS, GRAPHS};
 use crate::handles::Ref;
 use crate::objects::insert_handle;
+use crate::trace::activity::{self, Info};
 use std::ffi::{c_char, CStr};
 use std::sync::Arc;
 use xdal_abi::*;
@@ -34,7 +35,7 @@ fn exec(handle: xdal_graph_exec_t) -> XResult<Ref<GraphExecObj>> {
 /// already capturing is `XDAL_ERROR_INVALID_VALUE`, as is an unknown mode.
 #[no_mangle]
 pub extern "C" fn xdal_stream_begin_capture(stream: xdal_stream_t, mode: xdal_capture_mode_raw) -> xdal_status_t {
-    boundary("xdal_stream_begin_capture", || {
+    boundary(c"xdal_stream_begin_capture", || {
         let Some(mode) = xdal_capture_mode::from_raw(mode) else {
             bail!(XDAL_ERROR_INVALID_VALUE, "{mode} is not an xdal_capture_mode_t");
         };
@@ -52,7 +53,7 @@ pub extern "C" fn xdal_stream_begin_capture(stream: xdal_stream_t, mode: xdal_ca
 /// capturing.
 #[no_mangle]
 pub extern "C" fn xdal_stream_end_capture(stream: xdal_stream_t, graph: *mut xdal_graph_t) -> xdal_status_t {
-    boundary("xdal_stream_end_capture", || {
+    boundary(c"xdal_stream_end_capture", || {
         let out = Out::new(graph, "graph")?;
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
@@ -72,7 +73,7 @@ pub extern "C" fn xdal_stream_get_capture_info(
     status: *mut xdal_capture_status_t,
     capture_id: *mut u64,
 ) -> xdal_status_t {
-    boundary("xdal_stream_get_capture_info", || {
+    boundary(c"xdal_stream_get_capture_info", || {
         let out = Out::new(status, "status")?;
         let stream = crate::objects::stream(stream)?;
         let capture = capture::of(&stream);
@@ -89,7 +90,7 @@ pub extern "C" fn xdal_stream_get_capture_info(
 /// working (the graph's memory is kept until both are gone).
 #[no_mangle]
 pub extern "C" fn xdal_graph_instantiate(exec: *mut xdal_graph_exec_t, graph: xdal_graph_t) -> xdal_status_t {
-    boundary("xdal_graph_instantiate", || {
+    boundary(c"xdal_graph_instantiate", || {
         let out = Out::new(exec, "exec")?;
         let graph = self::graph(graph)?;
         let object = GraphExecObj::instantiate(backend()?, Arc::clone(&graph))?;
@@ -108,18 +109,19 @@ pub extern "C" fn xdal_graph_instantiate(exec: *mut xdal_graph_exec_t, graph: xd
 /// `XDAL_ERROR_CAPTURE_UNSUPPORTED`.
 #[no_mangle]
 pub extern "C" fn xdal_graph_launch(exec: xdal_graph_exec_t, stream: xdal_stream_t) -> xdal_status_t {
-    boundary("xdal_graph_launch", || {
+    boundary(c"xdal_graph_launch", || {
         let exec = self::exec(exec)?;
         let stream = crate::objects::stream(stream)?;
         capture::check_stream_wait(&stream, "xdal_graph_launch into a capturing stream")?;
-        exec.launch(&stream)
+        let info = || Info::new(xdal_activity_kind::XDAL_ACTIVITY_GRAPH, c"graph");
+        activity::traced(backend()?, &stream, info, || exec.launch(&stream))
     })
 }
 
 /// Since 1.2. Destroys an exec; launches already enqueued still run.
 #[no_mangle]
 pub extern "C" fn xdal_graph_exec_destroy(exec: xdal_graph_exec_t) -> xdal_status_t {
-    boundary("xdal_graph_exec_destroy", || {
+    boundary(c"xdal_graph_exec_destroy", || {
         EXECS.remove(exec as usize).map(drop).ok_or_else(|| {
             err!(XDAL_ERROR_INVALID_HANDLE, "{exec:p} is not a live graph exec (destroyed, or not a graph exec handle)")
         })
@@ -130,7 +132,7 @@ pub extern "C" fn xdal_graph_exec_destroy(exec: xdal_graph_exec_t) -> xdal_statu
 /// exec made from it is left.
 #[no_mangle]
 pub extern "C" fn xdal_graph_destroy(graph: xdal_graph_t) -> xdal_status_t {
-    boundary("xdal_graph_destroy", || {
+    boundary(c"xdal_graph_destroy", || {
         GRAPHS.remove(graph as usize).map(drop).ok_or_else(|| {
             err!(XDAL_ERROR_INVALID_HANDLE, "{graph:p} is not a live graph (destroyed, or not a graph handle)")
         })
@@ -142,7 +144,7 @@ pub extern "C" fn xdal_graph_destroy(graph: xdal_graph_t) -> xdal_status_t {
 /// `xdal_free_async` (event records and waits are edges, not nodes).
 #[no_mangle]
 pub extern "C" fn xdal_graph_get_node_count(graph: xdal_graph_t, count: *mut usize) -> xdal_status_t {
-    boundary("xdal_graph_get_node_count", || {
+    boundary(c"xdal_graph_get_node_count", || {
         let out = Out::new(count, "count")?;
         out.write(self::graph(graph)?.nodes.len());
         Ok(())
@@ -154,7 +156,7 @@ pub extern "C" fn xdal_graph_get_node_count(graph: xdal_graph_t, count: *mut usi
 /// cannot be written is `XDAL_ERROR_INVALID_VALUE` with the system's reason.
 #[no_mangle]
 pub extern "C" fn xdal_graph_debug_dump(graph: xdal_graph_t, path: *const c_char) -> xdal_status_t {
-    boundary("xdal_graph_debug_dump", || {
+    boundary(c"xdal_graph_debug_dump", || {
         require(path, "path")?;
         let graph = self::graph(graph)?;
         // SAFETY: non-NULL; the caller passes a NUL-terminated string.

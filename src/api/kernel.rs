@@ -6,6 +6,7 @@ use crate::error::{bail, boundary, require, Out, XResult};
 use crate::graph::node::{KernelNode, Op};
 use crate::lock::IgnorePoison;
 use crate::objects::{insert_handle, FunctionObj, ModuleObj, FUNCTIONS, MODULES};
+use crate::trace::activity::{self, Info};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
@@ -30,7 +31,7 @@ fn publish_module(
 /// `XDAL_ERROR_INVALID_VALUE` if it is not a module.
 #[no_mangle]
 pub extern "C" fn xdal_module_load(module: *mut xdal_module_t, path: *const c_char) -> xdal_status_t {
-    boundary("xdal_module_load", || {
+    boundary(c"xdal_module_load", || {
         let out = Out::new(module, "module")?;
         require(path, "path")?;
         let backend = backend()?;
@@ -48,7 +49,7 @@ pub extern "C" fn xdal_module_load_data(
     image: *const c_void,
     bytes: usize,
 ) -> xdal_status_t {
-    boundary("xdal_module_load_data", || {
+    boundary(c"xdal_module_load_data", || {
         let out = Out::new(module, "module")?;
         require(image, "image")?;
         if bytes == 0 {
@@ -69,7 +70,7 @@ pub extern "C" fn xdal_module_load_data(
 /// call gives a new handle; unload it when done.
 #[no_mangle]
 pub extern "C" fn xdal_module_get_builtin(module: *mut xdal_module_t) -> xdal_status_t {
-    boundary("xdal_module_get_builtin", || {
+    boundary(c"xdal_module_get_builtin", || {
         let out = Out::new(module, "module")?;
         let backend = backend()?;
         let mut native = std::ptr::null_mut();
@@ -83,7 +84,7 @@ pub extern "C" fn xdal_module_get_builtin(module: *mut xdal_module_t) -> xdal_st
 /// the module kept alive for them.
 #[no_mangle]
 pub extern "C" fn xdal_module_unload(module: xdal_module_t) -> xdal_status_t {
-    boundary("xdal_module_unload", || {
+    boundary(c"xdal_module_unload", || {
         crate::objects::module(module)?;
         let Some(object) = MODULES.remove(module as usize) else {
             bail!(XDAL_ERROR_INVALID_HANDLE, "{module:p} was unloaded by another thread");
@@ -101,7 +102,7 @@ pub extern "C" fn xdal_module_get_function(
     module: xdal_module_t,
     name: *const c_char,
 ) -> xdal_status_t {
-    boundary("xdal_module_get_function", || {
+    boundary(c"xdal_module_get_function", || {
         let out = Out::new(function, "function")?;
         require(name, "name")?;
         let module = crate::objects::module(module)?;
@@ -121,7 +122,7 @@ static HOST_FUNCTIONS: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
 /// same function twice gives the same handle.
 #[no_mangle]
 pub extern "C" fn xdal_function_from_host(function: *mut xdal_function_t, kernel: xdal_host_kernel_t) -> xdal_status_t {
-    boundary("xdal_function_from_host", || {
+    boundary(c"xdal_function_from_host", || {
         let out = Out::new(function, "function")?;
         let Some(code) = kernel else { bail!(XDAL_ERROR_NULL_POINTER, "kernel is NULL") };
         let backend = backend()?;
@@ -177,7 +178,7 @@ pub extern "C" fn xdal_launch_kernel(
     args: *const xdal_kernel_arg_t,
     num_args: usize,
 ) -> xdal_status_t {
-    boundary("xdal_launch_kernel", || {
+    boundary(c"xdal_launch_kernel", || {
         let function = crate::objects::function(function)?;
         let stream = crate::objects::stream(stream)?;
         let backend = backend()?;
@@ -232,11 +233,17 @@ pub extern "C" fn xdal_launch_kernel(
             let device = stream.device.get();
             check_reaches(builtin, args, device, |addr, bytes, role| classify(backend, addr, bytes, role))?;
         }
-        if let Some(capture) = crate::graph::capture::of(&stream) {
-            let node = KernelNode::new(Arc::clone(&function), grid, block, shared_mem_bytes, args);
-            return crate::graph::capture::record(&capture, &stream, Op::Kernel(node));
+        if crate::graph::capture::capturing(&stream) {
+            let node = || Op::Kernel(KernelNode::new(Arc::clone(&function), grid, block, shared_mem_bytes, args));
+            return crate::graph::capture::record_on(&stream, node);
         }
         let args_ptr = if args.is_empty() { std::ptr::null() } else { args.as_ptr() };
-        call!(backend, launch_kernel(function.native, grid, block, shared_mem_bytes, stream.native, args_ptr, num_args))
+        let info = || Info::kernel(Arc::clone(&function), grid, block);
+        activity::traced(backend, &stream, info, || {
+            call!(
+                backend,
+                launch_kernel(function.native, grid, block, shared_mem_bytes, stream.native, args_ptr, num_args)
+            )
+        })
     })
 }

@@ -7,7 +7,9 @@ use crate::error::{bail, boundary, err, Error, Out, XResult};
 use crate::graph::capture;
 use crate::registry::{Allocation, MemoryType, REGISTRY};
 use crate::threads::current_device;
+use crate::trace::activity::{self, Info};
 use std::ffi::{c_int, c_void};
+use xdal_abi::xdal_activity_kind::{XDAL_ACTIVITY_ALLOC as ALLOC, XDAL_ACTIVITY_FREE as FREE};
 use xdal_abi::*;
 
 /// The device whose address space holds `addr`, if the backend can tell.
@@ -59,16 +61,23 @@ fn check_size(size: usize) -> XResult<()> {
 /// Allocates `size` bytes (> 0) on the current device; 256-byte aligned.
 #[no_mangle]
 pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status_t {
-    boundary("xdal_malloc", || {
+    boundary(c"xdal_malloc", || {
         let out = Out::new(ptr, "ptr")?;
         check_size(size)?;
         capture::check_unsafe_call("xdal_malloc")?;
         let backend = backend()?;
         let device = backend.device(current_device())?.get();
         let mut addr = std::ptr::null_mut();
-        let result = call!(backend, mem_alloc(device, size, &mut addr));
-        count_alloc(backend, device, size, &result);
-        result?;
+        activity::host_traced(
+            backend,
+            device,
+            || Info::memory(ALLOC, c"malloc", size),
+            || {
+                let result = call!(backend, mem_alloc(device, size, &mut addr));
+                count_alloc(backend, device, size, &result);
+                result
+            },
+        )?;
         publish(Allocation { base: addr as usize, size, memory: MemoryType::Device(device) });
         out.write(addr);
         Ok(())
@@ -80,7 +89,7 @@ pub extern "C" fn xdal_malloc(ptr: *mut *mut c_void, size: usize) -> xdal_status
 /// live device allocation is `XDAL_ERROR_INVALID_POINTER`.
 #[no_mangle]
 pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
-    boundary("xdal_free", || {
+    boundary(c"xdal_free", || {
         let backend = backend()?;
         if ptr.is_null() {
             return Ok(());
@@ -94,7 +103,13 @@ pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
         // Pending work may still use the block: wait for it, as cudaFree
         // does. A sticky error belongs to that work, not to this free.
         let _ = crate::dispatch::device::synchronize(backend, device);
-        call!(backend, mem_free(device, ptr)).inspect_err(|_| REGISTRY.insert(allocation))?;
+        activity::host_traced(
+            backend,
+            device,
+            || Info::memory(FREE, c"free", allocation.size),
+            || call!(backend, mem_free(device, ptr)),
+        )
+        .inspect_err(|_| REGISTRY.insert(allocation))?;
         count_free(backend, device, allocation.size);
         retired(&allocation);
         Ok(())
@@ -105,7 +120,7 @@ pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
 /// host code may always access.
 #[no_mangle]
 pub extern "C" fn xdal_malloc_host(ptr: *mut *mut c_void, size: usize) -> xdal_status_t {
-    boundary("xdal_malloc_host", || {
+    boundary(c"xdal_malloc_host", || {
         let out = Out::new(ptr, "ptr")?;
         check_size(size)?;
         let backend = backend()?;
@@ -120,7 +135,7 @@ pub extern "C" fn xdal_malloc_host(ptr: *mut *mut c_void, size: usize) -> xdal_s
 /// `XDAL_ERROR_INVALID_POINTER`.
 #[no_mangle]
 pub extern "C" fn xdal_free_host(ptr: *mut c_void) -> xdal_status_t {
-    boundary("xdal_free_host", || {
+    boundary(c"xdal_free_host", || {
         let backend = backend()?;
         if ptr.is_null() {
             return Ok(());
@@ -140,7 +155,7 @@ pub extern "C" fn xdal_free_host(ptr: *mut c_void) -> xdal_status_t {
 /// (and by any work once the stream has reached this point).
 #[no_mangle]
 pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: xdal_stream_t) -> xdal_status_t {
-    boundary("xdal_malloc_async", || {
+    boundary(c"xdal_malloc_async", || {
         let out = Out::new(ptr, "ptr")?;
         check_size(size)?;
         let stream = crate::objects::stream(stream)?;
@@ -149,7 +164,13 @@ pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: 
             out.write(capture::malloc(&capture, &stream, backend, size)? as *mut c_void);
             return Ok(());
         }
-        let addr = crate::dispatch::memory::alloc_async(backend, &stream, size)?;
+        let device = stream.device.get();
+        let addr = activity::host_traced(
+            backend,
+            device,
+            || Info::memory(ALLOC, c"malloc_async", size),
+            || crate::dispatch::memory::alloc_async(backend, &stream, size),
+        )?;
         let memory = MemoryType::Device(stream.device.get());
         publish(Allocation { base: addr as usize, size, memory });
         out.write(addr);
@@ -162,7 +183,7 @@ pub extern "C" fn xdal_malloc_async(ptr: *mut *mut c_void, size: usize, stream: 
 /// NULL is a no-op.
 #[no_mangle]
 pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xdal_status_t {
-    boundary("xdal_free_async", || {
+    boundary(c"xdal_free_async", || {
         let backend = backend()?;
         if ptr.is_null() {
             return Ok(());
@@ -176,8 +197,11 @@ pub extern "C" fn xdal_free_async(ptr: *mut c_void, stream: xdal_stream_t) -> xd
             return Err(not_freeable(backend, ptr, MemoryType::Device(0)));
         };
         let device = allocation.memory.device().unwrap_or_default();
-        crate::dispatch::memory::free_async(backend, &stream, device, ptr)
-            .inspect_err(|_| REGISTRY.insert(allocation))?;
+        let info = || Info::memory(FREE, c"free_async", allocation.size);
+        activity::host_traced(backend, device, info, || {
+            crate::dispatch::memory::free_async(backend, &stream, device, ptr)
+        })
+        .inspect_err(|_| REGISTRY.insert(allocation))?;
         count_free(backend, device, allocation.size);
         retired(&allocation);
         Ok(())
@@ -226,7 +250,7 @@ pub extern "C" fn xdal_pointer_get_attributes(
     ptr: *const c_void,
     attrs: *mut xdal_pointer_attributes_t,
 ) -> xdal_status_t {
-    boundary("xdal_pointer_get_attributes", || {
+    boundary(c"xdal_pointer_get_attributes", || {
         let attrs = Out::new(attrs, "attrs")?;
         check_struct_size(&attrs, "attrs")?;
         backend()?;
@@ -256,7 +280,7 @@ pub extern "C" fn xdal_pointer_get_attributes(
 /// for a bad device.
 #[no_mangle]
 pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t) -> xdal_status_t {
-    boundary("xdal_mem_get_stats", || {
+    boundary(c"xdal_mem_get_stats", || {
         let stats = Out::new(stats, "stats")?;
         check_struct_size(&stats, "stats")?;
         let backend = backend()?;
@@ -272,7 +296,7 @@ pub extern "C" fn xdal_mem_get_stats(device: c_int, stats: *mut xdal_mem_stats_t
 /// and, since 1.1, `peak_reserved_bytes` to its current reservation.
 #[no_mangle]
 pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
-    boundary("xdal_mem_reset_peak_stats", || {
+    boundary(c"xdal_mem_reset_peak_stats", || {
         let backend = backend()?;
         crate::dispatch::device::reset_peak(backend, backend.device(device)?.get())
     })
@@ -282,7 +306,7 @@ pub extern "C" fn xdal_mem_reset_peak_stats(device: c_int) -> xdal_status_t {
 /// completed; `reserved_bytes` drops accordingly.
 #[no_mangle]
 pub extern "C" fn xdal_mem_empty_cache(device: c_int) -> xdal_status_t {
-    boundary("xdal_mem_empty_cache", || {
+    boundary(c"xdal_mem_empty_cache", || {
         let backend = backend()?;
         crate::dispatch::device::empty_cache(backend, backend.device(device)?.get())
     })

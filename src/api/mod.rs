@@ -16,6 +16,7 @@ mod kernel;
 mod memory;
 mod status;
 mod stream;
+mod trace;
 
 pub use copy::*;
 pub use debug::*;
@@ -26,3 +27,4 @@ pub use kernel::*;
 pub use memory::*;
 pub use status::*;
 pub use stream::*;
+pub use trace::*;

@@ -9,7 +9,7 @@ use xdal_abi::*;
 /// are required.
 #[no_mangle]
 pub extern "C" fn xdal_get_version(major: *mut u32, minor: *mut u32, patch: *mut u32) -> xdal_status_t {
-    boundary("xdal_get_version", || {
+    boundary(c"xdal_get_version", || {
         let (major, minor, patch) = (Out::new(major, "major")?, Out::new(minor, "minor")?, Out::new(patch, "patch")?);
         major.write(XDAL_VERSION_MAJOR);
         minor.write(XDAL_VERSION_MINOR);
@@ -90,7 +90,7 @@ pub extern "C" fn xdal_get_last_error_message(buf: *mut c_char, len: usize, need
 /// it cannot start; the last error message says why.
 #[no_mangle]
 pub extern "C" fn xdal_init() -> xdal_status_t {
-    boundary("xdal_init", || backend().map(|_| ()))
+    boundary(c"xdal_init", || backend().map(|_| ()))
 }
 
 /// The name of the backend in use: "fake", "cuda", a plugin's own name, or

@@ -5,6 +5,7 @@ use crate::graph::capture;
 use crate::graph::node::Op;
 use crate::objects::{default_stream_device, default_stream_handle, insert_handle, StreamObj, STREAMS};
 use crate::threads::current_device;
+use crate::trace::activity::{self, Info};
 use std::ffi::{c_int, c_void};
 use xdal_abi::*;
 
@@ -13,7 +14,7 @@ use xdal_abi::*;
 /// `xdal_device_get_stream_priority_range` (lower is more urgent).
 #[no_mangle]
 pub extern "C" fn xdal_stream_create(stream: *mut xdal_stream_t, flags: u32, priority: c_int) -> xdal_status_t {
-    boundary("xdal_stream_create", || {
+    boundary(c"xdal_stream_create", || {
         let out = Out::new(stream, "stream")?;
         if flags & !XDAL_STREAM_FLAGS_ALL != 0 {
             bail!(XDAL_ERROR_INVALID_VALUE, "unknown stream flags {flags:#x}");
@@ -44,7 +45,7 @@ pub extern "C" fn xdal_stream_create(stream: *mut xdal_stream_t, flags: u32, pri
 /// out of range, `XDAL_ERROR_NULL_POINTER` for NULL `stream`.
 #[no_mangle]
 pub extern "C" fn xdal_device_get_default_stream(device: c_int, stream: *mut xdal_stream_t) -> xdal_status_t {
-    boundary("xdal_device_get_default_stream", || {
+    boundary(c"xdal_device_get_default_stream", || {
         let out = Out::new(stream, "stream")?;
         let backend = backend()?;
         let device = backend.device(device)?;
@@ -63,7 +64,7 @@ pub extern "C" fn xdal_device_get_default_stream(device: c_int, stream: *mut xda
 /// (since 1.1), and it stays usable.
 #[no_mangle]
 pub extern "C" fn xdal_stream_destroy(stream: xdal_stream_t) -> xdal_status_t {
-    boundary("xdal_stream_destroy", || {
+    boundary(c"xdal_stream_destroy", || {
         if stream.is_null() {
             bail!(XDAL_ERROR_INVALID_HANDLE, "the default stream (NULL) cannot be destroyed");
         }
@@ -91,7 +92,7 @@ pub extern "C" fn xdal_stream_destroy(stream: xdal_stream_t) -> xdal_status_t {
 /// included), or the stream's sticky error.
 #[no_mangle]
 pub extern "C" fn xdal_stream_query(stream: xdal_stream_t) -> xdal_status_t {
-    boundary("xdal_stream_query", || {
+    boundary(c"xdal_stream_query", || {
         let stream = crate::objects::stream(stream)?;
         capture::check_stream_wait(&stream, "xdal_stream_query")?;
         stream.fallback_error()?;
@@ -103,7 +104,7 @@ pub extern "C" fn xdal_stream_query(stream: xdal_stream_t) -> xdal_status_t {
 /// stream's sticky error, if its work ever failed.
 #[no_mangle]
 pub extern "C" fn xdal_stream_synchronize(stream: xdal_stream_t) -> xdal_status_t {
-    boundary("xdal_stream_synchronize", || {
+    boundary(c"xdal_stream_synchronize", || {
         let stream = crate::objects::stream(stream)?;
         capture::check_stream_wait(&stream, "xdal_stream_synchronize")?;
         call!(backend()?, stream_synchronize(stream.native))?;
@@ -115,7 +116,7 @@ pub extern "C" fn xdal_stream_synchronize(stream: xdal_stream_t) -> xdal_status_
 /// point, as recorded now, is reached. A never-recorded event is no wait.
 #[no_mangle]
 pub extern "C" fn xdal_stream_wait_event(stream: xdal_stream_t, event: xdal_event_t) -> xdal_status_t {
-    boundary("xdal_stream_wait_event", || {
+    boundary(c"xdal_stream_wait_event", || {
         let stream = crate::objects::stream(stream)?;
         let event = crate::objects::event(event)?;
         let backend = backend()?;
@@ -129,7 +130,7 @@ pub extern "C" fn xdal_stream_wait_event(stream: xdal_stream_t, event: xdal_even
 /// Writes the stream's priority.
 #[no_mangle]
 pub extern "C" fn xdal_stream_get_priority(stream: xdal_stream_t, priority: *mut c_int) -> xdal_status_t {
-    boundary("xdal_stream_get_priority", || {
+    boundary(c"xdal_stream_get_priority", || {
         let out = Out::new(priority, "priority")?;
         out.write(crate::objects::stream(stream)?.priority);
         Ok(())
@@ -139,7 +140,7 @@ pub extern "C" fn xdal_stream_get_priority(stream: xdal_stream_t, priority: *mut
 /// Writes the device the stream belongs to.
 #[no_mangle]
 pub extern "C" fn xdal_stream_get_device(stream: xdal_stream_t, device: *mut c_int) -> xdal_status_t {
-    boundary("xdal_stream_get_device", || {
+    boundary(c"xdal_stream_get_device", || {
         let out = Out::new(device, "device")?;
         out.write(crate::objects::stream(stream)?.device.get());
         Ok(())
@@ -155,12 +156,14 @@ pub extern "C" fn xdal_launch_host_func(
     func: xdal_host_fn_t,
     user_data: *mut c_void,
 ) -> xdal_status_t {
-    boundary("xdal_launch_host_func", || {
+    boundary(c"xdal_launch_host_func", || {
         require(func.map_or(std::ptr::null(), |f| f as *const c_void), "fn")?;
         let stream = crate::objects::stream(stream)?;
-        if let (Some(capture), Some(func)) = (capture::of(&stream), func) {
-            return capture::record(&capture, &stream, Op::Host { func, data: user_data as usize });
+        if let (true, Some(func)) = (capture::capturing(&stream), func) {
+            return capture::record_on(&stream, || Op::Host { func, data: user_data as usize });
         }
-        call!(backend()?, launch_host_func(stream.native, func, user_data))
+        let backend = backend()?;
+        let info = || Info::new(xdal_activity_kind::XDAL_ACTIVITY_HOST_FUNC, c"host function");
+        activity::traced(backend, &stream, info, || call!(backend, launch_host_func(stream.native, func, user_data)))
     })
 }

@@ -88,13 +88,37 @@ impl Capture {
     }
 }
 
+/// Whether `stream` takes part in a capture: the one load every enqueue
+/// pays; what to do then is out of line (`of`, `record`).
+#[inline(always)]
+pub(crate) fn capturing(stream: &StreamObj) -> bool {
+    stream.capturing.load(Acquire)
+}
+
 /// The capture `stream` takes part in, if any.
 #[inline]
 pub(crate) fn of(stream: &StreamObj) -> Option<Arc<Capture>> {
-    if !stream.capturing.load(Acquire) {
+    if !capturing(stream) {
         return None;
     }
+    of_capturing(stream)
+}
+
+#[cold]
+#[inline(never)]
+fn of_capturing(stream: &StreamObj) -> Option<Arc<Capture>> {
     stream.capture.lock().ignore_poison().clone()
+}
+
+/// Records `op` on `stream`, which `capturing` said captures (or did
+/// until a moment ago: then the call is refused as out of date).
+#[cold]
+#[inline(never)]
+pub(crate) fn record_on(stream: &StreamObj, op: impl FnOnce() -> Op) -> XResult<()> {
+    match of(stream) {
+        Some(capture) => record(&capture, stream, op()),
+        None => bail!(XDAL_ERROR_INVALID_VALUE, "the stream's capture ended while this call was being made"),
+    }
 }
 
 /// Starts capturing on `stream`.
@@ -172,7 +196,13 @@ pub(crate) fn free(capture: &Capture, stream: &StreamObj, addr: usize) -> XResul
 
 /// `xdal_event_record` on a capturing stream: the event marks the stream's
 /// frontier in the capture, for other streams to wait on.
-pub(crate) fn record_event(capture: &Arc<Capture>, stream: &StreamObj, event: &EventObj) -> XResult<()> {
+#[cold]
+#[inline(never)]
+pub(crate) fn record_event(stream: &StreamObj, event: &EventObj) -> XResult<()> {
+    let Some(capture) = of(stream) else {
+        bail!(XDAL_ERROR_INVALID_VALUE, "the stream's capture ended while this call was being made");
+    };
+    let capture = &capture;
     let state = capture.state.lock().ignore_poison();
     if let Some(why) = &state.invalid {
         bail!(XDAL_ERROR_CAPTURE_INVALIDATED, "stream capture #{} was invalidated: {why}", capture.id);
@@ -196,6 +226,7 @@ fn event_point(event: &EventObj) -> Option<(Arc<Capture>, Vec<usize>)> {
 }
 
 /// Forgets a capture point of `event` (it was recorded outside a capture).
+#[inline]
 pub(crate) fn clear_event(event: &EventObj) {
     if event.capture_id.load(Acquire) != 0 {
         event.capture_id.store(0, Release);
@@ -205,7 +236,17 @@ pub(crate) fn clear_event(event: &EventObj) {
 
 /// `xdal_stream_wait_event` where the stream or the event is part of a
 /// capture. Ok(true): handled here; Ok(false): an ordinary wait.
+#[inline]
 pub(crate) fn wait_event(backend: &'static Backend, stream: &Arc<StreamObj>, event: &EventObj) -> XResult<bool> {
+    if event.capture_id.load(Acquire) == 0 && !capturing(stream) {
+        return Ok(false);
+    }
+    wait_event_captured(backend, stream, event)
+}
+
+#[cold]
+#[inline(never)]
+fn wait_event_captured(backend: &'static Backend, stream: &Arc<StreamObj>, event: &EventObj) -> XResult<bool> {
     let point = event_point(event);
     let own = of(stream);
     match (point, own) {
@@ -355,6 +396,15 @@ pub(crate) fn check_device_wait(device: DeviceIndex, what: &str) -> XResult<()> 
 /// Refuses a synchronous or querying call on a capturing stream.
 #[inline]
 pub(crate) fn check_stream_wait(stream: &StreamObj, what: &str) -> XResult<()> {
+    if capturing(stream) {
+        return refuse_stream_wait(stream, what);
+    }
+    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn refuse_stream_wait(stream: &StreamObj, what: &str) -> XResult<()> {
     match of(stream) {
         Some(capture) => Err(capture.refuse(what)),
         None => Ok(()),
@@ -365,6 +415,15 @@ pub(crate) fn check_stream_wait(stream: &StreamObj, what: &str) -> XResult<()> {
 /// capture.
 #[inline]
 pub(crate) fn check_event_wait(event: &EventObj, what: &str) -> XResult<()> {
+    if event.capture_id.load(Acquire) == 0 {
+        return Ok(());
+    }
+    refuse_event_wait(event, what)
+}
+
+#[cold]
+#[inline(never)]
+fn refuse_event_wait(event: &EventObj, what: &str) -> XResult<()> {
     match event_point(event) {
         Some((capture, _)) => Err(capture.refuse(what)),
         None => Ok(()),

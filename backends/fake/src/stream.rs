@@ -69,6 +69,9 @@ pub(crate) enum Op {
     },
     /// Records the time at which the stream reaches an event's point.
     Mark(Arc<Marker>),
+    /// Another operation, with two 8-byte slots for the `CLOCK_MONOTONIC`
+    /// times at which it starts and ends (`time_next_enqueue`, tracing).
+    Timed(Box<Op>, SendPtr),
     /// An untimed event's point: nothing to do but take its place in order.
     Point,
     /// Holds the stream until another stream passes a point.
@@ -416,6 +419,16 @@ impl Stream {
                 Step::Done(Ok(()))
             }
             Op::Point => Step::Done(Ok(())),
+            Op::Timed(op, slots) => {
+                let slots = slots.0 as *const AtomicU64;
+                // SAFETY: the front keeps both slots alive until the second
+                // is written, and reads them atomically.
+                unsafe { (*slots).store(monotonic_ns(), Release) };
+                let step = self.execute(*op);
+                // SAFETY: as above.
+                unsafe { (*slots.add(1)).store(monotonic_ns(), Release) };
+                step
+            }
             Op::Wait(marker) => {
                 if self.block_on(marker) {
                     Step::Blocked
@@ -512,6 +525,34 @@ impl Stream {
             self.has_waiters.store(false, SeqCst);
         }
     }
+}
+
+thread_local! {
+    /// The slots `time_next_enqueue` asked for, for this thread's next
+    /// operation (0: none).
+    static TIME_NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Times this thread's next operation (`time_next_enqueue`); 0 cancels.
+pub(crate) fn time_next(slots: usize) {
+    TIME_NEXT.set(slots);
+}
+
+/// `op`, timed if this thread asked for its next operation to be.
+#[inline]
+pub(crate) fn timed(op: Op) -> Op {
+    match TIME_NEXT.replace(0) {
+        0 => op,
+        slots => Op::Timed(Box::new(op), SendPtr(slots as *mut c_void)),
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the common clock of tracing.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and output.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl Drop for Stream {

@@ -19,6 +19,7 @@ mod report;
 mod scaling;
 mod stats;
 mod streams;
+mod tracing;
 
 use api::{check, Res};
 use clap::Parser;
@@ -62,6 +63,7 @@ fn run(cli: &Cli, timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
             "scaling" => scaling::run(timing, rows, idle_memory.take()),
             "kernels" => kernels::run(timing, rows),
             "graphs" => graphs::run(timing, rows),
+            "tracing" => tracing::run(timing, rows),
             "dispatch" => dispatch::run(timing, rows),
             "opencl" => opencl::run(timing, rows),
             _ => Err(format!("unknown group {name}")),

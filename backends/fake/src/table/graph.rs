@@ -78,7 +78,7 @@ pub(super) unsafe extern "C" fn exec_launch(
         let (exec, stream) = unsafe { (xdal_backend_support::arc_ref::<FakeGraphExec, _>(exec), stream_ref(stream)) };
         touch(stream.device)?;
         let exec = Arc::clone(&exec);
-        stream.enqueue(Op::Task(Box::new(move || exec.run())));
+        stream.enqueue(crate::stream::timed(Op::Task(Box::new(move || exec.run()))));
         Ok(())
     })
 }

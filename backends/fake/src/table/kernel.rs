@@ -132,13 +132,13 @@ pub(super) unsafe extern "C" fn launch_kernel(
         if let Err(fault) = crate::fake().faults.check(crate::faults::Op::Launch) {
             // Accepted, and failing when the stream reaches it, as a
             // kernel that fails does.
-            stream.enqueue(Op::Task(Box::new(move || Err(fault))));
+            stream.enqueue(crate::stream::timed(Op::Task(Box::new(move || Err(fault)))));
             return Ok(());
         }
         // SAFETY: the front checked every value is non-NULL; the caller
         // provides `size` readable bytes at each.
         let launch = unsafe { Launch::prepare(Arc::clone(&function), grid, block, shared_mem_bytes, args) };
-        stream.enqueue(Op::Kernel(launch));
+        stream.enqueue(crate::stream::timed(Op::Kernel(launch)));
         Ok(())
     })
 }

@@ -116,10 +116,11 @@ pub(super) unsafe extern "C" fn memcpy_async(
         let stream = unsafe { stream_ref(stream) };
         touch(stream.device)?;
         if let Err(fault) = fake.faults.check(Fault::Copy) {
-            stream.enqueue(Op::Task(Box::new(move || Err(fault))));
+            stream.enqueue(crate::stream::timed(Op::Task(Box::new(move || Err(fault)))));
             return Ok(());
         }
-        stream.enqueue(Op::Copy { dst: SendPtr(dst as *mut c_void), src: SendPtr(src as *mut c_void), len: bytes });
+        let copy = Op::Copy { dst: SendPtr(dst as *mut c_void), src: SendPtr(src as *mut c_void), len: bytes };
+        stream.enqueue(crate::stream::timed(copy));
         Ok(())
     })
 }
@@ -156,7 +157,11 @@ pub(super) unsafe extern "C" fn memset_async(
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
         touch(stream.device)?;
-        stream.enqueue(Op::Set { dst: SendPtr(dst as *mut c_void), value: value as u8, len: bytes });
+        stream.enqueue(crate::stream::timed(Op::Set {
+            dst: SendPtr(dst as *mut c_void),
+            value: value as u8,
+            len: bytes,
+        }));
         Ok(())
     })
 }

@@ -67,6 +67,7 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     graph_exec_create: Some(graph::exec_create),
     graph_exec_launch: Some(graph::exec_launch),
     graph_exec_destroy: Some(graph::exec_destroy),
+    time_next_enqueue: Some(stream::time_next_enqueue),
 };
 
 /// The fake backend's table getter, with the signature every plugin's

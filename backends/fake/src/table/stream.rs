@@ -71,6 +71,13 @@ pub(super) unsafe extern "C" fn wait_event(
     })
 }
 
+pub(super) unsafe extern "C" fn time_next_enqueue(slots: *mut u64) -> xdal_status_raw {
+    entry(|| {
+        crate::stream::time_next(slots as usize);
+        Ok(())
+    })
+}
+
 pub(super) unsafe extern "C" fn launch_host_func(
     stream: xdal_backend_stream_t,
     func: xdal_host_fn_t,
@@ -81,7 +88,7 @@ pub(super) unsafe extern "C" fn launch_host_func(
         // SAFETY: the front passes a live stream handle.
         let stream = unsafe { stream_ref(stream) };
         touch(stream.device)?;
-        stream.enqueue(Op::Host { func, data: SendPtr(user_data) });
+        stream.enqueue(crate::stream::timed(Op::Host { func, data: SendPtr(user_data) }));
         Ok(())
     })
 }

@@ -1,0 +1,207 @@
+//! Tracing (ABI 1.2), generic over every backend: an API record per xdal
+//! call and an activity record per piece of work the calls enqueued, tied
+//! by correlation ids, delivered to every live tracer, and written as a
+//! Chrome trace-event file when `XDAL_TRACE` names one. Off (no tracer and
+//! no file), each call pays the one load of observe.rs.
+pub(crate) mod activity;
+mod chrome;
+
+use crate::handles::HandleTable;
+use crate::lock::IgnorePoison;
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex};
+use xdal_abi::*;
+
+/// A live tracer: what its creator asked for.
+pub(crate) struct TracerObj {
+    api: xdal_api_callback_t,
+    activity: xdal_activity_callback_t,
+    user_data: usize,
+    mask: u64,
+}
+
+impl TracerObj {
+    pub fn new(desc: &xdal_tracer_desc_t) -> TracerObj {
+        TracerObj {
+            api: desc.api,
+            activity: desc.activity,
+            user_data: desc.user_data as usize,
+            mask: if desc.activity_mask == 0 { u64::MAX } else { desc.activity_mask },
+        }
+    }
+
+    fn wants(&self, kind: xdal_activity_kind) -> bool {
+        self.mask & (1u64 << kind as u32) != 0
+    }
+}
+
+pub(crate) static TRACERS: HandleTable<TracerObj> = HandleTable::tracked(0xA17C, "tracer");
+
+/// The live tracers, as one shared list, and its generation: each thread
+/// keeps the list it last saw, and takes the lock only when the
+/// generation moved.
+static LIVE: Mutex<Option<Arc<Vec<Arc<TracerObj>>>>> = Mutex::new(None);
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    static SEEN: RefCell<(u64, Arc<Vec<Arc<TracerObj>>>)> = RefCell::new((0, Arc::default()));
+}
+
+/// Runs `f` with the live tracers.
+fn with_live<R>(f: impl FnOnce(&[Arc<TracerObj>]) -> R) -> R {
+    let generation = GENERATION.load(Acquire);
+    let list = SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if seen.0 != generation {
+            *seen = (generation, LIVE.lock().ignore_poison().clone().unwrap_or_default());
+        }
+        Arc::clone(&seen.1)
+    });
+    f(&list)
+}
+
+/// Publishes the tracer list after a create or destroy, and turns tracing
+/// on or off.
+pub(crate) fn tracers_changed() {
+    let tracers: Vec<Arc<TracerObj>> = TRACERS.values();
+    let on = !tracers.is_empty() || chrome::is_on();
+    *LIVE.lock().ignore_poison() = Some(Arc::new(tracers));
+    GENERATION.fetch_add(1, Release);
+    crate::observe::set(crate::observe::TRACE, on);
+}
+
+/// Whether tracing is on: checked by every call that enqueues work.
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    crate::observe::any() && crate::observe::flags() & crate::observe::TRACE != 0
+}
+
+/// Reads `XDAL_TRACE` (once, for observe.rs).
+pub(crate) fn from_environment() -> bool {
+    match xdal_backend_support::env::var("XDAL_TRACE") {
+        Some(path) => {
+            chrome::start(path);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The common clock: `CLOCK_MONOTONIC` in nanoseconds, which backends'
+/// `stream_stamp` use too.
+pub(crate) fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid clock id and output.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
+}
+
+static NEXT_CORRELATION: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The correlation id of the call this thread is in (0: none).
+    static CORRELATION: Cell<u64> = const { Cell::new(0) };
+    /// The thread's pushed external ids.
+    static EXTERNAL: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// The thread's OS id, once asked.
+    static THREAD_ID: Cell<u64> = const { Cell::new(0) };
+    /// When the call this thread is in started.
+    static CALL_START: Cell<u64> = const { Cell::new(0) };
+}
+
+/// When the call this thread is in started (0 outside traced calls).
+pub(crate) fn call_start() -> u64 {
+    CALL_START.get()
+}
+
+/// The correlation id of the call this thread is in.
+pub(crate) fn correlation() -> u64 {
+    CORRELATION.get()
+}
+
+/// The calling thread's OS id.
+pub(crate) fn thread_id() -> u64 {
+    let id = THREAD_ID.get();
+    if id != 0 {
+        return id;
+    }
+    // SAFETY: gettid has no preconditions.
+    let id = u64::try_from(unsafe { libc::gettid() }).unwrap_or(0);
+    THREAD_ID.set(id);
+    id
+}
+
+/// Pushes an external correlation id for the calling thread.
+pub(crate) fn push_external(id: u64) {
+    EXTERNAL.with(|stack| stack.borrow_mut().push(id));
+}
+
+/// Pops the calling thread's top external id.
+pub(crate) fn pop_external() -> Option<u64> {
+    EXTERNAL.with(|stack| stack.borrow_mut().pop())
+}
+
+/// Runs one traced call: gives it a correlation id, times it, and hands
+/// its record to every tracer.
+pub(crate) fn call(function: &'static CStr, run: impl FnOnce() -> xdal_status_t) -> xdal_status_t {
+    let id = NEXT_CORRELATION.fetch_add(1, Relaxed);
+    let outer = CORRELATION.replace(id);
+    let start_ns = now_ns();
+    let outer_start = CALL_START.replace(start_ns);
+    let status = run();
+    CALL_START.set(outer_start);
+    let end_ns = now_ns();
+    CORRELATION.set(outer);
+    let record = xdal_api_record_t {
+        struct_size: std::mem::size_of::<xdal_api_record_t>(),
+        function: function.as_ptr(),
+        correlation_id: id,
+        external_id: EXTERNAL.with(|stack| stack.borrow().last().copied().unwrap_or(0)),
+        start_ns,
+        end_ns,
+        thread_id: thread_id(),
+        status,
+    };
+    with_live(|tracers| {
+        for tracer in tracers {
+            if let Some(api) = tracer.api {
+                // SAFETY: the callback and its user data are the tracer
+                // creator's; the record is valid during the call.
+                unsafe { api(tracer.user_data as *mut c_void, &record) };
+            }
+        }
+    });
+    chrome::api(function, &record);
+    status
+}
+
+/// Hands completed activities to every tracer that wants them, and to the
+/// trace file (with where each was enqueued from, for its flow arrows).
+fn deliver_records(records: &[xdal_activity_t], origins: &[activity::Origin]) {
+    if records.is_empty() {
+        return;
+    }
+    let tracers = with_live(<[_]>::to_vec);
+    for tracer in &tracers {
+        let Some(callback) = tracer.activity else { continue };
+        let wanted: Vec<xdal_activity_t> = if tracer.mask == u64::MAX {
+            records.to_vec()
+        } else {
+            records.iter().filter(|r| tracer.wants(r.kind)).copied().collect()
+        };
+        if !wanted.is_empty() {
+            // SAFETY: the tracer creator's callback; the records (and the
+            // names they point to) are valid during the call.
+            unsafe { callback(tracer.user_data as *mut c_void, wanted.as_ptr(), wanted.len()) };
+        }
+    }
+    chrome::activities(records, origins);
+}
+
+/// Delivers every activity completed so far, and rewrites the trace file.
+pub(crate) fn flush() {
+    activity::deliver();
+    chrome::write();
+}
