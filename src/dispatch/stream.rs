@@ -46,6 +46,9 @@ struct SendPtr(*mut c_void);
 unsafe impl Send for SendPtr {}
 
 /// Enqueues a copy. Fallback: a host function doing the synchronous copy.
+/// Inlined: it is the hot path of `xdal_memcpy_async` (graph replay calls
+/// it too, which would otherwise keep it out of line).
+#[inline(always)]
 pub(crate) fn copy_async(
     backend: &'static Backend,
     stream: &Arc<StreamObj>,
@@ -65,6 +68,7 @@ pub(crate) fn copy_async(
 }
 
 /// Enqueues a set. Fallback: a host function doing the synchronous set.
+#[inline(always)]
 pub(crate) fn set_async(
     backend: &'static Backend,
     stream: &Arc<StreamObj>,

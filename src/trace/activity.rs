@@ -150,7 +150,9 @@ fn stamp(backend: &'static Backend, stream: &StreamObj, slot: *const AtomicU64) 
 
 /// Runs `enqueue`, which enqueues one operation on `stream`; while
 /// tracing, between two timestamps, recording its activity (`info`).
-#[inline]
+/// Always inlined: untraced, it must cost the caller one load and nothing
+/// else.
+#[inline(always)]
 pub(crate) fn traced(
     backend: &'static Backend,
     stream: &StreamObj,
