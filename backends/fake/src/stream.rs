@@ -533,17 +533,33 @@ thread_local! {
     static TIME_NEXT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// Requests of `time_next` not yet taken, over all threads: while there
+/// are none (no tracer), an enqueue does not touch the thread-local (which
+/// costs a call in a shared library), only this word.
+static TIME_REQUESTS: AtomicUsize = AtomicUsize::new(0);
+
 /// Times this thread's next operation (`time_next_enqueue`); 0 cancels.
 pub(crate) fn time_next(slots: usize) {
-    TIME_NEXT.set(slots);
+    let before = TIME_NEXT.replace(slots);
+    match (before != 0, slots != 0) {
+        (false, true) => TIME_REQUESTS.fetch_add(1, SeqCst),
+        (true, false) => TIME_REQUESTS.fetch_sub(1, SeqCst),
+        _ => 0,
+    };
 }
 
 /// `op`, timed if this thread asked for its next operation to be.
 #[inline]
 pub(crate) fn timed(op: Op) -> Op {
+    if TIME_REQUESTS.load(Relaxed) == 0 {
+        return op;
+    }
     match TIME_NEXT.replace(0) {
         0 => op,
-        slots => Op::Timed(Box::new(op), SendPtr(slots as *mut c_void)),
+        slots => {
+            TIME_REQUESTS.fetch_sub(1, SeqCst);
+            Op::Timed(Box::new(op), SendPtr(slots as *mut c_void))
+        }
     }
 }
 
