@@ -88,11 +88,14 @@ impl Capture {
     }
 }
 
-/// Whether `stream` takes part in a capture: the one load every enqueue
-/// pays; what to do then is out of line (`of`, `record`).
+/// Whether `stream` takes part in a capture: what every enqueue asks.
+/// While no capture is active anywhere, the answer is one load of a
+/// process-wide count, not of the stream (three dependent loads away);
+/// what to do when it captures is out of line (`of`, `record_on`). A
+/// stream is only ever marked capturing while its capture is counted.
 #[inline(always)]
 pub(crate) fn capturing(stream: &StreamObj) -> bool {
-    stream.capturing.load(Acquire)
+    ACTIVE_COUNT.load(Acquire) != 0 && stream.capturing.load(Acquire)
 }
 
 /// The capture `stream` takes part in, if any.
