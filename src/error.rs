@@ -81,23 +81,36 @@ pub(crate) fn with_last_error<R>(f: impl FnOnce(&str) -> R) -> R {
 /// unwind ever crosses into C.
 #[inline]
 pub(crate) fn boundary(function: &'static CStr, body: impl FnOnce() -> XResult<()>) -> xdal_status_t {
+    // Watchers (validation, tracing) act before and after the body, out of
+    // line and keeping their state in the thread, so that the body stays
+    // inlined here with nothing of theirs in its frame.
     if crate::observe::any() {
-        return observed(function, body);
+        entering(function);
     }
-    run(function, body)
+    let status = run(function, body);
+    if crate::observe::any() {
+        leaving(function, status);
+    }
+    status
 }
 
-/// `boundary` while something watches calls (validation, tracing).
+/// What watchers do as a call starts.
+#[cold]
 #[inline(never)]
-fn observed(function: &'static CStr, body: impl FnOnce() -> XResult<()>) -> xdal_status_t {
+fn entering(function: &'static CStr) {
     let flags = crate::observe::flags();
     if flags & crate::observe::VALIDATE != 0 {
         crate::validate::entering(function.to_str().unwrap_or("xdal"));
     }
-    if flags & crate::observe::TRACE != 0 {
-        return crate::trace::call(function, || run(function, body));
-    }
-    run(function, body)
+    crate::trace::begin(flags & crate::observe::TRACE != 0);
+}
+
+/// What watchers do as a call returns (whether or not the watchers changed
+/// during the call: `entering` and this pair up).
+#[cold]
+#[inline(never)]
+fn leaving(function: &'static CStr, status: xdal_status_t) {
+    crate::trace::end(function, status);
 }
 
 #[inline]

@@ -1,12 +1,16 @@
-//! Whether anything watches the calls: `XDAL_VALIDATE` (validate.rs) or a
-//! tracer (trace/). One word of flags, so that a call nobody watches pays
-//! one relaxed load for both; the environment is read on the first call.
+//! Whether anything watches the calls: `XDAL_VALIDATE` (validate.rs), a
+//! tracer (trace/), or a stream capture (graph/capture.rs), which takes
+//! work instead of the backend. One word of flags, so that a call nobody
+//! watches pays one relaxed load for all three; the environment is read on
+//! the first call.
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 /// `XDAL_VALIDATE` is on.
 pub(crate) const VALIDATE: u8 = 1;
 /// A tracer is live (or `XDAL_TRACE` names a file).
 pub(crate) const TRACE: u8 = 2;
+/// A stream capture is active somewhere.
+pub(crate) const CAPTURE: u8 = 4;
 /// The environment is not read yet: the first call takes the slow path.
 const UNREAD: u8 = 0x80;
 

@@ -215,17 +215,34 @@ pub extern "C" fn xdal_memcpy_async(
             return Ok(());
         }
         let copy = check_copy(backend, dst, src, bytes, kind)?;
-        if capture::capturing(&stream) {
-            let (dst, src) = (copy.dst as usize, copy.src as usize);
-            return capture::record_on(&stream, || Op::Copy { dst, src, bytes, kind: copy.kind });
+        if crate::observe::any() {
+            return copy_async_watched(backend, &stream, copy, bytes);
         }
-        activity::traced(
-            backend,
-            &stream,
-            || Info::copy(bytes, copy.kind),
-            || crate::dispatch::stream::copy_async(backend, &stream, copy.dst, copy.src, bytes, copy.kind),
-        )
+        crate::dispatch::stream::copy_async(backend, &stream, copy.dst, copy.src, bytes, copy.kind)
     })
+}
+
+/// `xdal_memcpy_async`'s enqueue while something watches calls (a capture
+/// active somewhere, a tracer): recorded into a capture, or traced. Out of
+/// line, so that the common path is the plain enqueue alone.
+#[cold]
+#[inline(never)]
+fn copy_async_watched(
+    backend: &'static Backend,
+    stream: &std::sync::Arc<crate::objects::StreamObj>,
+    copy: CheckedCopy,
+    bytes: usize,
+) -> XResult<()> {
+    if capture::capturing(stream) {
+        let (dst, src) = (copy.dst as usize, copy.src as usize);
+        return capture::record_on(stream, || Op::Copy { dst, src, bytes, kind: copy.kind });
+    }
+    activity::traced(
+        backend,
+        stream,
+        || Info::copy(bytes, copy.kind),
+        || crate::dispatch::stream::copy_async(backend, stream, copy.dst, copy.src, bytes, copy.kind),
+    )
 }
 
 /// Copies `bytes` bytes from device `src_device`'s memory to device

@@ -5,7 +5,7 @@ use crate::builtin_args::check_reaches;
 use crate::error::{bail, boundary, require, Out, XResult};
 use crate::graph::node::{KernelNode, Op};
 use crate::lock::IgnorePoison;
-use crate::objects::{insert_handle, FunctionObj, ModuleObj, FUNCTIONS, MODULES};
+use crate::objects::{insert_handle, FunctionObj, ModuleObj, StreamObj, FUNCTIONS, MODULES};
 use crate::trace::activity::{self, Info};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
@@ -142,6 +142,45 @@ pub extern "C" fn xdal_function_from_host(function: *mut xdal_function_t, kernel
     })
 }
 
+/// A checked launch, ready for the backend.
+struct Launch<'a> {
+    grid: xdal_dim3_t,
+    block: xdal_dim3_t,
+    shared_mem_bytes: usize,
+    args: &'a [xdal_kernel_arg_t],
+}
+
+impl Launch<'_> {
+    #[inline(always)]
+    fn enqueue(&self, backend: &'static Backend, function: &FunctionObj, stream: &StreamObj) -> XResult<()> {
+        let args = if self.args.is_empty() { std::ptr::null() } else { self.args.as_ptr() };
+        let (grid, block, shared) = (self.grid, self.block, self.shared_mem_bytes);
+        call!(backend, launch_kernel(function.native, grid, block, shared, stream.native, args, self.args.len()))
+    }
+}
+
+/// A launch while something watches calls (a capture active somewhere, a
+/// tracer): recorded into a capture, or traced. Out of line, so that the
+/// common path is the plain launch alone.
+#[cold]
+#[inline(never)]
+fn launch_watched(
+    backend: &'static Backend,
+    function: &Arc<FunctionObj>,
+    stream: &Arc<StreamObj>,
+    launch: Launch,
+) -> XResult<()> {
+    if crate::graph::capture::capturing(stream) {
+        let node = || {
+            let Launch { grid, block, shared_mem_bytes, args } = launch;
+            Op::Kernel(KernelNode::new(Arc::clone(function), grid, block, shared_mem_bytes, args))
+        };
+        return crate::graph::capture::record_on(stream, node);
+    }
+    let info = || Info::kernel(Arc::clone(function), launch.grid, launch.block);
+    activity::traced(backend, stream, info, || launch.enqueue(backend, function, stream))
+}
+
 /// The largest total size of a launch's arguments, as on CUDA.
 const MAX_ARG_BYTES: usize = 4096;
 
@@ -233,17 +272,10 @@ pub extern "C" fn xdal_launch_kernel(
             let device = stream.device.get();
             check_reaches(builtin, args, device, |addr, bytes, role| classify(backend, addr, bytes, role))?;
         }
-        if crate::graph::capture::capturing(&stream) {
-            let node = || Op::Kernel(KernelNode::new(Arc::clone(&function), grid, block, shared_mem_bytes, args));
-            return crate::graph::capture::record_on(&stream, node);
+        let launch = Launch { grid, block, shared_mem_bytes, args };
+        if crate::observe::any() {
+            return launch_watched(backend, &function, &stream, launch);
         }
-        let args_ptr = if args.is_empty() { std::ptr::null() } else { args.as_ptr() };
-        let info = || Info::kernel(Arc::clone(&function), grid, block);
-        activity::traced(backend, &stream, info, || {
-            call!(
-                backend,
-                launch_kernel(function.native, grid, block, shared_mem_bytes, stream.native, args_ptr, num_args)
-            )
-        })
+        launch.enqueue(backend, &function, &stream)
     })
 }

@@ -95,7 +95,7 @@ impl Capture {
 /// stream is only ever marked capturing while its capture is counted.
 #[inline(always)]
 pub(crate) fn capturing(stream: &StreamObj) -> bool {
-    ACTIVE_COUNT.load(Acquire) != 0 && stream.capturing.load(Acquire)
+    crate::observe::any() && ACTIVE_COUNT.load(Acquire) != 0 && stream.capturing.load(Acquire)
 }
 
 /// The capture `stream` takes part in, if any.
@@ -147,6 +147,7 @@ pub(crate) fn begin(stream: &Arc<StreamObj>, mode: xdal_capture_mode) -> XResult
     active.retain(|c| c.strong_count() > 0);
     active.push(Arc::downgrade(&capture));
     ACTIVE_COUNT.store(active.len(), Release);
+    crate::observe::set(crate::observe::CAPTURE, true);
     *slot = Some(capture);
     stream.capturing.store(true, Release);
     Ok(())
@@ -322,6 +323,7 @@ pub(crate) fn end(backend: &'static Backend, stream: &StreamObj) -> XResult<Capt
     let mut active = ACTIVE.lock().ignore_poison();
     active.retain(|c| c.upgrade().is_some_and(|c| c.id != capture.id && c.is_live()));
     ACTIVE_COUNT.store(active.len(), Release);
+    crate::observe::set(crate::observe::CAPTURE, !active.is_empty());
     drop(active);
     if state.invalid.is_none() {
         if let Some(unjoined) = unjoined(&state) {

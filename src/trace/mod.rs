@@ -143,14 +143,39 @@ pub(crate) fn pop_external() -> Option<u64> {
     EXTERNAL.with(|stack| stack.borrow_mut().pop())
 }
 
-/// Runs one traced call: gives it a correlation id, times it, and hands
-/// its record to every tracer.
-pub(crate) fn call(function: &'static CStr, run: impl FnOnce() -> xdal_status_t) -> xdal_status_t {
-    let id = NEXT_CORRELATION.fetch_add(1, Relaxed);
-    let outer = CORRELATION.replace(id);
-    let start_ns = now_ns();
-    let outer_start = CALL_START.replace(start_ns);
-    let status = run();
+/// A traced call under way: what `begin` replaced, for `end`.
+struct Call {
+    id: u64,
+    outer: u64,
+    start_ns: u64,
+    outer_start: u64,
+}
+
+thread_local! {
+    /// The thread's watched calls under way, innermost last (a tracer's
+    /// callback may call xdal): the traced ones with their state.
+    static CALLS: RefCell<Vec<Option<Call>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Starts a watched call; `traced`: gives it a correlation id and its
+/// start time.
+pub(crate) fn begin(traced: bool) {
+    let call = traced.then(|| {
+        let id = NEXT_CORRELATION.fetch_add(1, Relaxed);
+        let outer = CORRELATION.replace(id);
+        let start_ns = now_ns();
+        let outer_start = CALL_START.replace(start_ns);
+        Call { id, outer, start_ns, outer_start }
+    });
+    CALLS.with(|calls| calls.borrow_mut().push(call));
+}
+
+/// Ends the thread's innermost watched call; a traced one's record goes
+/// to every tracer.
+pub(crate) fn end(function: &'static CStr, status: xdal_status_t) {
+    let Some(Some(Call { id, outer, start_ns, outer_start })) = CALLS.with(|calls| calls.borrow_mut().pop()) else {
+        return;
+    };
     CALL_START.set(outer_start);
     let end_ns = now_ns();
     CORRELATION.set(outer);
@@ -174,7 +199,6 @@ pub(crate) fn call(function: &'static CStr, run: impl FnOnce() -> xdal_status_t)
         }
     });
     chrome::api(function, &record);
-    status
 }
 
 /// Hands completed activities to every tracer that wants them, and to the
