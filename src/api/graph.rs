@@ -113,7 +113,8 @@ pub extern "C" fn xdal_graph_launch(exec: xdal_graph_exec_t, stream: xdal_stream
         let exec = self::exec(exec)?;
         let stream = crate::objects::stream(stream)?;
         capture::check_stream_wait(&stream, "xdal_graph_launch into a capturing stream")?;
-        let info = || Info::new(xdal_activity_kind::XDAL_ACTIVITY_GRAPH, c"graph");
+        let spans_commands = !exec.is_native();
+        let info = || Info { spans_commands, ..Info::new(xdal_activity_kind::XDAL_ACTIVITY_GRAPH, c"graph") };
         activity::traced(backend()?, &stream, info, || exec.launch(&stream))
     })
 }

@@ -42,6 +42,11 @@ impl GraphExecObj {
         Ok(GraphExecObj { graph, native, order: Mutex::new(None), handoff, backend })
     }
 
+    /// Whether the backend runs it (else the front replays it node by node).
+    pub fn is_native(&self) -> bool {
+        !self.native.is_null()
+    }
+
     /// Enqueues one run of the graph on `stream`.
     pub fn launch(&self, stream: &Arc<StreamObj>) -> XResult<()> {
         let backend = self.backend;

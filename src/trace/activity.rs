@@ -15,6 +15,10 @@ use xdal_abi::*;
 
 /// What an activity was, as the caller describes it.
 pub(crate) struct Info {
+    /// The operation enqueues several commands (a graph replayed node by
+    /// node): timed by stamps around them all, not by the backend's timing
+    /// of one command.
+    pub spans_commands: bool,
     pub kind: xdal_activity_kind,
     pub name: Name,
     pub bytes: u64,
@@ -43,6 +47,7 @@ const ONE: xdal_dim3_t = xdal_dim3_t { x: 1, y: 1, z: 1 };
 impl Info {
     pub fn new(kind: xdal_activity_kind, name: &'static CStr) -> Info {
         Info {
+            spans_commands: false,
             kind,
             name: Name::Static(name),
             bytes: 0,
@@ -195,6 +200,7 @@ fn around(
     info: Info,
     enqueue: impl FnOnce() -> XResult<()>,
 ) -> XResult<()> {
+    let one_command = !info.spans_commands;
     let pending = Pending {
         info,
         device: stream.device.get(),
@@ -208,7 +214,7 @@ fn around(
         let index = book.insert(pending);
         (index, book.slots(index).as_ptr())
     };
-    let result = if backend.table.time_next_enqueue.is_some() {
+    let result = if one_command && backend.table.time_next_enqueue.is_some() {
         let result = call!(backend, time_next_enqueue(slots as *mut u64)).and_then(|()| enqueue());
         if result.is_err() {
             // Nothing took the slots: cancel, so that no later operation

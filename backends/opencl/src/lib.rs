@@ -17,6 +17,7 @@ mod module;
 mod program;
 mod stream;
 mod table;
+mod timing;
 
 pub use table::xdal_opencl_backend_get_v1;
 

@@ -222,11 +222,13 @@ impl ClFunction {
             // What the fake kernel refuses fails the launch, reported by
             // the stream as a kernel's failure is.
             Err(message) => {
+                crate::timing::no_command();
                 stream.fail(failure!(XDAL_ERROR_LAUNCH_FAILED, "{message}"));
                 return Ok(());
             }
         };
         if plan.work_items == 0 {
+            crate::timing::no_command();
             return Ok(());
         }
         let kernel = self.kernel.lock().unwrap_or_else(|p| p.into_inner());

@@ -16,6 +16,8 @@ use xdal_abi::xdal_host_fn_t;
 struct HostCall {
     after: Arc<ClEvent>,
     gate: ClEvent,
+    /// Slots for the function's start and end (`time_next_enqueue`; 0: none).
+    timing: usize,
     func: xdal_host_fn_t,
     user_data: usize,
 }
@@ -69,6 +71,10 @@ impl Stream {
     ) -> ClResult<Arc<ClEvent>> {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         let event = Arc::new(ClEvent(command(self.queue.0).cl(what)?));
+        let timing = crate::timing::take();
+        if timing != 0 {
+            crate::timing::watch(event.0, self.device, timing);
+        }
         *last = Some(event.clone());
         self.flusher.enqueued(&event)?;
         Ok(event)
@@ -120,6 +126,8 @@ impl Stream {
     /// Runs `func(user_data)` once the work enqueued so far is done; work
     /// enqueued later waits for it to return.
     pub fn launch_host_func(&self, func: xdal_host_fn_t, user_data: *mut c_void) -> ClResult<()> {
+        // Timed by the thread that runs it, not by the marker's command.
+        let timing = crate::timing::take();
         let cl = crate::opencl();
         let after = self.mark()?;
         let gate = ClEvent(cl3::event::create_user_event(cl.context.0).cl("clCreateUserEvent")?);
@@ -137,7 +145,7 @@ impl Stream {
             // SAFETY: the queue is live; the wait list holds one live user event.
             unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, 1, &gate_event) }
         })?;
-        let call = HostCall { after, gate, func, user_data: user_data as usize };
+        let call = HostCall { after, gate, timing, func, user_data: user_data as usize };
         host.as_ref()
             .expect("started above")
             .send(call)
@@ -214,10 +222,14 @@ fn run_host_calls(calls: mpsc::Receiver<HostCall>) {
         // A failed marker still lets the function run: the stream's error
         // is reported by its queries, as on CUDA.
         let _ = cl3::event::wait_for_events(&[call.after.0]);
+        let start = crate::timing::monotonic_ns();
         if let Some(func) = call.func {
             // SAFETY: the caller gave a function and its argument to be
             // called once, in stream order.
             unsafe { func(call.user_data as *mut c_void) };
+        }
+        if call.timing != 0 {
+            crate::timing::write(call.timing, start, crate::timing::monotonic_ns());
         }
         let _ = cl3::event::set_user_event_status(call.gate.0, cl3::event::CL_COMPLETE);
     }

@@ -69,8 +69,8 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     graph_exec_create: None,
     graph_exec_launch: None,
     graph_exec_destroy: None,
-    // Timestamps for tracing: the front's host-function fallback.
-    time_next_enqueue: None,
+    // Activity times from OpenCL's profiling of each command (timing.rs).
+    time_next_enqueue: Some(stream::time_next_enqueue),
 };
 
 /// The OpenCL backend's table getter, with the signature every plugin's

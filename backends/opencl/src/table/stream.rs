@@ -50,6 +50,13 @@ pub(super) unsafe extern "C" fn wait_event(
     })
 }
 
+pub(super) unsafe extern "C" fn time_next_enqueue(slots: *mut u64) -> xdal_status_raw {
+    entry(|| {
+        crate::timing::time_next(slots as usize);
+        Ok(())
+    })
+}
+
 pub(super) unsafe extern "C" fn launch_host_func(
     stream: xdal_backend_stream_t,
     func: xdal_host_fn_t,
