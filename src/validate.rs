@@ -56,8 +56,7 @@ pub(crate) fn created(kind: &'static str, key: usize, what: impl FnOnce() -> Str
     if !enabled() {
         return;
     }
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
+    let tid = crate::trace::thread_id();
     let thread = std::thread::current();
     let origin = Origin {
         what: what(),

@@ -7,14 +7,10 @@ use crate::error::{bail, XResult};
 use crate::lock::IgnorePoison;
 use crate::objects::{EventObj, StreamObj};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::Arc;
 use xdal_abi::*;
 
-fn now_ns() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    u64::try_from(EPOCH.get_or_init(Instant::now).elapsed().as_nanos()).unwrap_or(u64::MAX)
-}
+use xdal_backend_support::clock::monotonic_ns as now_ns;
 
 /// Records the event. With the fallback, a timed event also gets a stamp.
 pub(crate) fn record(backend: &'static Backend, event: &EventObj, stream: &Arc<StreamObj>) -> XResult<()> {

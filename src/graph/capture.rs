@@ -9,7 +9,7 @@ use crate::lock::IgnorePoison;
 use crate::objects::{EventObj, StreamObj};
 use crate::registry::{Allocation, MemoryType, REGISTRY};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
 use xdal_abi::*;
@@ -51,10 +51,25 @@ pub(crate) struct Captured {
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 /// Captures begun and not ended, for the checks of calls that do not name
-/// a stream (`xdal_malloc`, synchronous copies, device synchronize). Their
-/// count spares those calls the lock when no capture is active.
+/// a stream (`xdal_malloc`, synchronous copies, device synchronize). While
+/// it is empty, observe.rs's CAPTURE flag is off, which spares every call
+/// the lock.
 static ACTIVE: Mutex<Vec<Weak<Capture>>> = Mutex::new(Vec::new());
-static ACTIVE_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any capture is active in the process: one load while nothing
+/// watches calls.
+#[inline(always)]
+fn any_active() -> bool {
+    crate::observe::any() && crate::observe::flags() & crate::observe::CAPTURE != 0
+}
+
+/// `XDAL_ERROR_CAPTURE_INVALIDATED` if the capture is broken.
+fn ensure_valid(capture: &Capture, state: &State) -> XResult<()> {
+    match &state.invalid {
+        Some(why) => bail!(XDAL_ERROR_CAPTURE_INVALIDATED, "stream capture #{} was invalidated: {why}", capture.id),
+        None => Ok(()),
+    }
+}
 
 fn stream_key(stream: &StreamObj) -> usize {
     stream as *const StreamObj as usize
@@ -90,12 +105,12 @@ impl Capture {
 
 /// Whether `stream` takes part in a capture: what every enqueue asks.
 /// While no capture is active anywhere, the answer is one load of a
-/// process-wide count, not of the stream (three dependent loads away);
+/// process-wide flag word, not of the stream (three dependent loads away);
 /// what to do when it captures is out of line (`of`, `record_on`). A
 /// stream is only ever marked capturing while its capture is counted.
 #[inline(always)]
 pub(crate) fn capturing(stream: &StreamObj) -> bool {
-    crate::observe::any() && ACTIVE_COUNT.load(Acquire) != 0 && stream.capturing.load(Acquire)
+    any_active() && stream.capturing.load(Acquire)
 }
 
 /// The capture `stream` takes part in, if any.
@@ -146,7 +161,6 @@ pub(crate) fn begin(stream: &Arc<StreamObj>, mode: xdal_capture_mode) -> XResult
     let mut active = ACTIVE.lock().ignore_poison();
     active.retain(|c| c.strong_count() > 0);
     active.push(Arc::downgrade(&capture));
-    ACTIVE_COUNT.store(active.len(), Release);
     crate::observe::set(crate::observe::CAPTURE, true);
     *slot = Some(capture);
     stream.capturing.store(true, Release);
@@ -156,9 +170,7 @@ pub(crate) fn begin(stream: &Arc<StreamObj>, mode: xdal_capture_mode) -> XResult
 /// Records `op` as the next node of `stream`'s capture.
 pub(crate) fn record(capture: &Capture, stream: &StreamObj, op: Op) -> XResult<()> {
     let mut state = capture.state.lock().ignore_poison();
-    if let Some(why) = &state.invalid {
-        bail!(XDAL_ERROR_CAPTURE_INVALIDATED, "stream capture #{} was invalidated: {why}", capture.id);
-    }
+    ensure_valid(capture, &state)?;
     let index = state.nodes.len();
     let deps = state.tails.insert(stream_key(stream), vec![index]).unwrap_or_default();
     state.nodes.push(Node { op, deps });
@@ -169,9 +181,7 @@ pub(crate) fn record(capture: &Capture, stream: &StreamObj, op: Op) -> XResult<(
 /// graph (a plain allocation, known to the registry so that captured work
 /// may use it), and a node.
 pub(crate) fn malloc(capture: &Capture, stream: &StreamObj, backend: &'static Backend, size: usize) -> XResult<usize> {
-    if let Some(why) = &capture.state.lock().ignore_poison().invalid {
-        bail!(XDAL_ERROR_CAPTURE_INVALIDATED, "stream capture #{} was invalidated: {why}", capture.id);
-    }
+    ensure_valid(capture, &capture.state.lock().ignore_poison())?;
     let device = capture.device.get();
     let mut addr = std::ptr::null_mut();
     call!(backend, mem_alloc(device, size, &mut addr))?;
@@ -208,9 +218,7 @@ pub(crate) fn record_event(stream: &StreamObj, event: &EventObj) -> XResult<()> 
     };
     let capture = &capture;
     let state = capture.state.lock().ignore_poison();
-    if let Some(why) = &state.invalid {
-        bail!(XDAL_ERROR_CAPTURE_INVALIDATED, "stream capture #{} was invalidated: {why}", capture.id);
-    }
+    ensure_valid(capture, &state)?;
     let frontier = state.tails.get(&stream_key(stream)).cloned().unwrap_or_default();
     drop(state);
     *event.captured.lock().ignore_poison() = Some((Arc::downgrade(capture), frontier));
@@ -271,9 +279,7 @@ fn wait_event_captured(backend: &'static Backend, stream: &Arc<StreamObj>, event
                 return Err(capture.refuse("joining a stream of another device"));
             }
             let mut state = capture.state.lock().ignore_poison();
-            if let Some(why) = &state.invalid {
-                bail!(XDAL_ERROR_CAPTURE_INVALIDATED, "stream capture #{} was invalidated: {why}", capture.id);
-            }
+            ensure_valid(&capture, &state)?;
             let key = stream_key(stream);
             if let Some(tail) = state.tails.get_mut(&key) {
                 for node in frontier {
@@ -322,7 +328,6 @@ pub(crate) fn end(backend: &'static Backend, stream: &StreamObj) -> XResult<Capt
     }
     let mut active = ACTIVE.lock().ignore_poison();
     active.retain(|c| c.upgrade().is_some_and(|c| c.id != capture.id && c.is_live()));
-    ACTIVE_COUNT.store(active.len(), Release);
     crate::observe::set(crate::observe::CAPTURE, !active.is_empty());
     drop(active);
     if state.invalid.is_none() {
@@ -330,9 +335,9 @@ pub(crate) fn end(backend: &'static Backend, stream: &StreamObj) -> XResult<Capt
             state.invalid = Some(unjoined);
         }
     }
-    if let Some(why) = state.invalid {
+    if let Err(invalidated) = ensure_valid(&capture, &state) {
         super::memory::release(backend, capture.device, &state.memory);
-        bail!(XDAL_ERROR_CAPTURE_INVALIDATED, "stream capture #{} was invalidated: {why}", capture.id);
+        return Err(invalidated);
     }
     Ok(Captured { nodes: state.nodes, memory: state.memory, device: capture.device })
 }
@@ -363,7 +368,7 @@ fn unjoined(state: &State) -> Option<String> {
 /// from any thread, THREAD_LOCAL ones from their own thread only.
 #[inline]
 pub(crate) fn check_unsafe_call(what: &str) -> XResult<()> {
-    if ACTIVE_COUNT.load(Acquire) == 0 {
+    if !any_active() {
         return Ok(());
     }
     check_unsafe_call_slowly(what)
@@ -388,7 +393,7 @@ fn check_unsafe_call_slowly(what: &str) -> XResult<()> {
 
 /// Refuses waiting for a device while one of its streams captures.
 pub(crate) fn check_device_wait(device: DeviceIndex, what: &str) -> XResult<()> {
-    if ACTIVE_COUNT.load(Acquire) == 0 {
+    if !any_active() {
         return Ok(());
     }
     let active: Vec<Arc<Capture>> = ACTIVE.lock().ignore_poison().iter().filter_map(Weak::upgrade).collect();

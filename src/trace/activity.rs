@@ -136,6 +136,21 @@ impl Book {
     }
 }
 
+impl Pending {
+    /// An activity of `stream` enqueued (or begun) at `enqueued_ns` by the
+    /// calling thread's current call.
+    fn new(info: Info, stream: &StreamObj, enqueued_ns: u64) -> Pending {
+        Pending {
+            info,
+            device: stream.device.get(),
+            stream_id: stream.id,
+            correlation: super::correlation(),
+            origin: Origin { thread: super::thread_id(), enqueued_ns },
+            refused: false,
+        }
+    }
+}
+
 static BOOK: Mutex<Book> = Mutex::new(Book { entries: Vec::new(), stamps: Vec::new(), free: Vec::new(), live: 0 });
 
 /// Pending activities past which the enqueuing thread delivers the
@@ -201,14 +216,7 @@ fn around(
     enqueue: impl FnOnce() -> XResult<()>,
 ) -> XResult<()> {
     let one_command = !info.spans_commands;
-    let pending = Pending {
-        info,
-        device: stream.device.get(),
-        stream_id: stream.id,
-        correlation: super::correlation(),
-        origin: Origin { thread: super::thread_id(), enqueued_ns: super::call_start() },
-        refused: false,
-    };
+    let pending = Pending::new(info, stream, super::call_start());
     let (index, slots) = {
         let mut book = BOOK.lock().ignore_poison();
         let index = book.insert(pending);
@@ -254,14 +262,7 @@ fn around(
 /// copies, allocations), timed by `start_ns` and now, on `stream`'s track.
 fn host_timed(stream: &StreamObj, info: Info, start_ns: u64) {
     let end_ns = super::now_ns();
-    let pending = Pending {
-        info,
-        device: stream.device.get(),
-        stream_id: stream.id,
-        correlation: super::correlation(),
-        origin: Origin { thread: super::thread_id(), enqueued_ns: start_ns },
-        refused: false,
-    };
+    let pending = Pending::new(info, stream, start_ns);
     let mut book = BOOK.lock().ignore_poison();
     let index = book.insert(pending);
     let slots = book.slots(index);

@@ -89,36 +89,30 @@ pub(crate) fn from_environment() -> bool {
     }
 }
 
-/// The common clock: `CLOCK_MONOTONIC` in nanoseconds, which backends'
-/// `stream_stamp` use too.
-pub(crate) fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid clock id and output.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
-}
+pub(crate) use xdal_backend_support::clock::monotonic_ns as now_ns;
 
 static NEXT_CORRELATION: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
-    /// The correlation id of the call this thread is in (0: none).
-    static CORRELATION: Cell<u64> = const { Cell::new(0) };
     /// The thread's pushed external ids.
     static EXTERNAL: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
     /// The thread's OS id, once asked.
     static THREAD_ID: Cell<u64> = const { Cell::new(0) };
-    /// When the call this thread is in started.
-    static CALL_START: Cell<u64> = const { Cell::new(0) };
 }
 
-/// When the call this thread is in started (0 outside traced calls).
+/// The innermost traced call this thread is in, if any.
+fn innermost() -> Option<Call> {
+    CALLS.with(|calls| calls.borrow().iter().rev().find_map(|call| *call))
+}
+
+/// When the traced call this thread is in started (0 outside traced calls).
 pub(crate) fn call_start() -> u64 {
-    CALL_START.get()
+    innermost().map_or(0, |call| call.start_ns)
 }
 
-/// The correlation id of the call this thread is in.
+/// The correlation id of the traced call this thread is in (0: none).
 pub(crate) fn correlation() -> u64 {
-    CORRELATION.get()
+    innermost().map_or(0, |call| call.id)
 }
 
 /// The calling thread's OS id.
@@ -143,12 +137,11 @@ pub(crate) fn pop_external() -> Option<u64> {
     EXTERNAL.with(|stack| stack.borrow_mut().pop())
 }
 
-/// A traced call under way: what `begin` replaced, for `end`.
+/// A traced call under way: its correlation id and start.
+#[derive(Clone, Copy)]
 struct Call {
     id: u64,
-    outer: u64,
     start_ns: u64,
-    outer_start: u64,
 }
 
 thread_local! {
@@ -160,25 +153,17 @@ thread_local! {
 /// Starts a watched call; `traced`: gives it a correlation id and its
 /// start time.
 pub(crate) fn begin(traced: bool) {
-    let call = traced.then(|| {
-        let id = NEXT_CORRELATION.fetch_add(1, Relaxed);
-        let outer = CORRELATION.replace(id);
-        let start_ns = now_ns();
-        let outer_start = CALL_START.replace(start_ns);
-        Call { id, outer, start_ns, outer_start }
-    });
+    let call = traced.then(|| Call { id: NEXT_CORRELATION.fetch_add(1, Relaxed), start_ns: now_ns() });
     CALLS.with(|calls| calls.borrow_mut().push(call));
 }
 
 /// Ends the thread's innermost watched call; a traced one's record goes
 /// to every tracer.
 pub(crate) fn end(function: &'static CStr, status: xdal_status_t) {
-    let Some(Some(Call { id, outer, start_ns, outer_start })) = CALLS.with(|calls| calls.borrow_mut().pop()) else {
+    let Some(Some(Call { id, start_ns })) = CALLS.with(|calls| calls.borrow_mut().pop()) else {
         return;
     };
-    CALL_START.set(outer_start);
     let end_ns = now_ns();
-    CORRELATION.set(outer);
     let record = xdal_api_record_t {
         struct_size: std::mem::size_of::<xdal_api_record_t>(),
         function: function.as_ptr(),

@@ -5,8 +5,7 @@ use crate::error::{failure, FakeResult};
 use crate::lock::IgnorePoison;
 use crate::stream::{Op, Stream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 pub(crate) struct Marker {
     pub stream: Arc<Stream>,
@@ -41,10 +40,7 @@ impl Marker {
     }
 }
 
-fn now_ns() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64
-}
+use xdal_backend_support::clock::monotonic_ns as now_ns;
 
 pub(crate) struct Event {
     pub timing: bool,

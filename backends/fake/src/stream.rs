@@ -15,6 +15,7 @@ use crossbeam_utils::CachePadded;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex};
+use xdal_backend_support::clock::monotonic_ns;
 
 /// A lock for the few instructions of an enqueue: contended only by
 /// producers of the same stream, so spinning beats sleeping.
@@ -561,14 +562,6 @@ pub(crate) fn timed(op: Op) -> Op {
             Op::Timed(Box::new(op), SendPtr(slots as *mut c_void))
         }
     }
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds: the common clock of tracing.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid clock id and output.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 impl Drop for Stream {

@@ -32,13 +32,7 @@ pub(crate) fn no_command() {
     }
 }
 
-/// `CLOCK_MONOTONIC` in nanoseconds.
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid clock id and output.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
-}
+pub(crate) use xdal_backend_support::clock::monotonic_ns;
 
 /// Writes `start` then `end` to the two slots at `slots`.
 pub(crate) fn write(slots: usize, start: u64, end: u64) {

@@ -5,9 +5,11 @@
 //! turned raw; the strided built-ins' index space, so that every backend
 //! refuses the same shapes; the catalogue of built-in kernels by name; how
 //! to give overlapping copies memmove's result with copies that may not
-//! overlap; the one rule for reading settings from the environment. A
+//! overlap; the one rule for reading settings from the environment; the
+//! clock of every timestamp. A
 //! backend crate keeps only what is its own.
 mod catalogue;
+pub mod clock;
 pub mod env;
 mod error;
 mod getter;
