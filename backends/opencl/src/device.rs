@@ -70,7 +70,7 @@ impl ClDevice {
 }
 
 /// A destroyed stream's queue, and the last command it was given.
-pub(crate) type Retired = (Arc<Queue>, Option<Arc<ClEvent>>);
+pub(crate) type Retired = (Arc<Queue>, Option<ClEvent>);
 
 /// A command queue this backend holds one reference to.
 pub(crate) struct Queue(pub cl_command_queue);

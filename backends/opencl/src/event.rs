@@ -42,6 +42,13 @@ impl ClEvent {
         }
     }
 
+    /// Another reference to the same event, owned by the caller.
+    pub fn retained(&self) -> ClResult<ClEvent> {
+        // SAFETY: a live event this object holds a reference to.
+        unsafe { cl3::event::retain_event(self.0) }.cl("clRetainEvent")?;
+        Ok(ClEvent(self.0))
+    }
+
     pub fn wait(&self, what: &str) -> ClResult<()> {
         // clWaitForEvents reports a failed command as an error of its own.
         let waited = cl3::event::wait_for_events(&[self.0]);
@@ -67,7 +74,7 @@ impl Event {
     }
 
     pub fn record(&self, stream: &Stream) -> ClResult<()> {
-        let marker = stream.mark()?;
+        let marker = Arc::new(stream.mark()?);
         *self.marker.lock().unwrap_or_else(|p| p.into_inner()) = Some(marker);
         Ok(())
     }
@@ -84,12 +91,10 @@ impl Event {
     pub fn make_wait(&self, stream: &Stream) -> ClResult<()> {
         match self.marker() {
             None => Ok(()),
-            Some(m) => stream
-                .enqueue("clEnqueueBarrierWithWaitList", |queue| {
-                    // SAFETY: the queue is live; the wait list holds one live event.
-                    unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, 1, &m.0) }
-                })
-                .map(drop),
+            Some(m) => stream.enqueue("clEnqueueBarrierWithWaitList", |queue| {
+                // SAFETY: the queue is live; the wait list holds one live event.
+                unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, 1, &m.0) }
+            }),
         }
     }
 

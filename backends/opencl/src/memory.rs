@@ -128,13 +128,11 @@ pub(crate) fn copy_async(dst: *mut c_void, src: *const c_void, bytes: usize, str
     if matches!(route.moves, Move::Nothing) {
         return Ok(());
     }
-    stream
-        .enqueue("clEnqueueSVMMemcpy", |queue| {
-            // SAFETY: the front checked both ranges; the caller keeps them
-            // valid until the copy has run, as for any asynchronous copy.
-            unsafe { route.enqueue(queue) }.map(|last| last.expect("a copy with bytes to move enqueues one"))
-        })
-        .map(drop)
+    stream.enqueue("clEnqueueSVMMemcpy", |queue| {
+        // SAFETY: the front checked both ranges; the caller keeps them
+        // valid until the copy has run, as for any asynchronous copy.
+        unsafe { route.enqueue(queue) }.map(|last| last.expect("a copy with bytes to move enqueues one"))
+    })
 }
 
 /// A copy as the ABI defines it, memmove's result, out of SVM copy
@@ -264,5 +262,5 @@ pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> ClResult<()> {
 pub(crate) fn set_async(dst: *mut c_void, value: u8, bytes: usize, stream: &Stream) -> ClResult<()> {
     // SAFETY: the front checked the range; the memory stays allocated until
     // the stream's work is done (xdal_free waits for it).
-    stream.enqueue("clEnqueueSVMMemFill", |queue| unsafe { enqueue_fill(queue, dst, value, bytes) }).map(drop)
+    stream.enqueue("clEnqueueSVMMemFill", |queue| unsafe { enqueue_fill(queue, dst, value, bytes) })
 }

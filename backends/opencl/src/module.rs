@@ -175,20 +175,31 @@ fn params(kernel: &Kernel, name: &str) -> ClResult<Vec<Param>> {
         .collect()
 }
 
-/// The bytes of each argument.
+/// Arguments a launch keeps on the stack; more go to the heap.
+const INLINE_ARGS: usize = 8;
+
+/// The bytes of each argument, passed to `with`: a launch with up to
+/// `INLINE_ARGS` arguments allocates nothing for them.
 ///
 /// # Safety
 /// Each `value` is readable for `size` bytes (the front checked non-NULL).
-unsafe fn arg_bytes(args: &[xdal_kernel_arg_t]) -> Vec<&[u8]> {
+unsafe fn with_arg_bytes<T>(args: &[xdal_kernel_arg_t], with: impl FnOnce(&[&[u8]]) -> T) -> T {
     // SAFETY: per the contract.
-    args.iter().map(|a| unsafe { std::slice::from_raw_parts(a.value as *const u8, a.size) }).collect()
+    let bytes = |a: &xdal_kernel_arg_t| unsafe { std::slice::from_raw_parts(a.value as *const u8, a.size) };
+    if args.len() <= INLINE_ARGS {
+        let mut inline: [&[u8]; INLINE_ARGS] = [&[]; INLINE_ARGS];
+        inline.iter_mut().zip(args).for_each(|(slot, a)| *slot = bytes(a));
+        with(&inline[..args.len()])
+    } else {
+        with(&args.iter().map(bytes).collect::<Vec<_>>())
+    }
 }
 
 impl ClFunction {
     /// Enqueues a launch on `stream`.
     ///
     /// # Safety
-    /// As `arg_bytes`.
+    /// As `with_arg_bytes`.
     pub unsafe fn launch(
         &self,
         stream: &Stream,
@@ -197,11 +208,10 @@ impl ClFunction {
         shared_mem_bytes: usize,
         args: &[xdal_kernel_arg_t],
     ) -> ClResult<()> {
-        // SAFETY: per the contract.
-        let values = unsafe { arg_bytes(args) };
         match &self.signature {
-            Signature::Builtin(b) => self.launch_builtin(b, stream, &values),
-            Signature::User(params) => self.launch_user(params, stream, grid, block, shared_mem_bytes, &values),
+            // SAFETY: per the contract.
+            Signature::Builtin(b) => unsafe { with_arg_bytes(args, |values| self.launch_builtin(b, stream, values)) },
+            Signature::User(params) => self.launch_user(params, stream, grid, block, shared_mem_bytes, args),
         }
     }
 
@@ -238,40 +248,43 @@ impl ClFunction {
         enqueue(&kernel, stream, &[plan.work_items], None)
     }
 
-    fn launch_user(
+    /// # Safety
+    /// As `with_arg_bytes`.
+    unsafe fn launch_user(
         &self,
         params: &[Param],
         stream: &Stream,
         grid: xdal_dim3_t,
         block: xdal_dim3_t,
         shared_mem_bytes: usize,
-        values: &[&[u8]],
+        args: &[xdal_kernel_arg_t],
     ) -> ClResult<()> {
-        let passed = params.iter().filter(|p| **p != Param::Local).count();
-        if values.len() != passed {
+        let locals = params.iter().filter(|p| **p == Param::Local).count();
+        if args.len() + locals != params.len() {
             return Err(failure!(
                 XDAL_ERROR_INVALID_VALUE,
-                "{} takes {passed} argument(s) (its __local parameters receive shared_mem_bytes); the launch gave {}",
+                "{} takes {} argument(s) (its __local parameters receive shared_mem_bytes); the launch gave {}",
                 self.name,
-                values.len()
+                params.len() - locals,
+                args.len()
             ));
         }
-        if params.iter().filter(|p| **p == Param::Local).count() > 1 {
+        if locals > 1 {
             return Err(failure!(
                 XDAL_ERROR_NOT_SUPPORTED,
                 "{} has more than one __local parameter; a launch gives one block of shared memory",
                 self.name
             ));
         }
-        let global = [grid.x, grid.y, grid.z].into_iter().zip([block.x, block.y, block.z]).map(|(g, b)| {
-            (g as usize)
+        let mut global = [0usize; 3];
+        for (size, (g, b)) in global.iter_mut().zip([(grid.x, block.x), (grid.y, block.y), (grid.z, block.z)]) {
+            *size = (g as usize)
                 .checked_mul(b as usize)
-                .ok_or_else(|| failure!(XDAL_ERROR_INVALID_VALUE, "{}: grid times block overflows", self.name))
-        });
-        let global = global.collect::<ClResult<Vec<usize>>>()?;
+                .ok_or_else(|| failure!(XDAL_ERROR_INVALID_VALUE, "{}: grid times block overflows", self.name))?;
+        }
         let local = [block.x as usize, block.y as usize, block.z as usize];
         let kernel = self.kernel.lock().unwrap_or_else(|p| p.into_inner());
-        let mut next = values.iter();
+        let mut next = args.iter();
         for (i, param) in params.iter().enumerate() {
             let index = i as u32;
             if *param == Param::Local {
@@ -280,7 +293,9 @@ impl ClFunction {
                     .map_err(|code| arg_failure(&self.name, i, code))?;
                 continue;
             }
-            let value = next.next().expect("counted above");
+            let arg = next.next().expect("counted above");
+            // SAFETY: per the contract, `value` is readable for `size` bytes.
+            let value = unsafe { std::slice::from_raw_parts(arg.value as *const u8, arg.size) };
             if *param == Param::Pointer && value.len() != 8 {
                 return Err(failure!(
                     XDAL_ERROR_INVALID_VALUE,

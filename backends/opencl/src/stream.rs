@@ -8,13 +8,13 @@ use crate::error::{failure, ClCall, ClResult, Failure};
 use crate::event::ClEvent;
 use cl3::types::{cl_command_queue, cl_event};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use xdal_abi::xdal_host_fn_t;
 
 struct HostCall {
-    after: Arc<ClEvent>,
+    after: ClEvent,
     gate: ClEvent,
     /// Slots for the function's start and end (`time_next_enqueue`; 0: none).
     timing: usize,
@@ -27,7 +27,10 @@ pub(crate) struct Stream {
     queue: Arc<Queue>,
     flusher: Arc<Flusher>,
     /// The last command enqueued: in order, its completion is the stream's.
-    last: Mutex<Option<Arc<ClEvent>>>,
+    /// Held by value, not shared: a command costs no allocation, and who
+    /// needs the event beyond the lock takes a reference of its own
+    /// (`mark`, `synchronize`).
+    last: Mutex<Option<ClEvent>>,
     /// The first failure seen, returned by every later query (sticky, as a
     /// device error is on CUDA).
     error: Mutex<Option<Failure>>,
@@ -62,34 +65,47 @@ impl Stream {
     }
 
     /// Enqueues one command (`command` returns its event), which becomes
-    /// the stream's last, and sees that it starts (`Flusher`). Returns the
-    /// command's event.
-    pub fn enqueue(
+    /// the stream's last, and sees that it starts (`Flusher`).
+    pub fn enqueue(&self, what: &str, command: impl FnOnce(cl_command_queue) -> Result<cl_event, i32>) -> ClResult<()> {
+        self.enqueue_then(what, command, |_| Ok(()))
+    }
+
+    /// As `enqueue`, then `then` with the command's event while it is still
+    /// the stream's last.
+    fn enqueue_then<T>(
         &self,
         what: &str,
         command: impl FnOnce(cl_command_queue) -> Result<cl_event, i32>,
-    ) -> ClResult<Arc<ClEvent>> {
+        then: impl FnOnce(&ClEvent) -> ClResult<T>,
+    ) -> ClResult<T> {
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        let event = Arc::new(ClEvent(command(self.queue.0).cl(what)?));
+        let event = ClEvent(command(self.queue.0).cl(what)?);
         let timing = crate::timing::take();
         if timing != 0 {
             crate::timing::watch(event.0, self.device, timing);
         }
-        *last = Some(event.clone());
-        self.flusher.enqueued(&event)?;
-        Ok(event)
+        let flushed = self.flusher.enqueued(&event);
+        let result = then(&event);
+        *last = Some(event);
+        flushed.and(result)
     }
 
-    /// A marker after all work enqueued so far.
-    pub fn mark(&self) -> ClResult<Arc<ClEvent>> {
-        self.enqueue("clEnqueueMarkerWithWaitList", |queue| {
-            // SAFETY: the queue is live; an empty wait list.
-            unsafe { cl3::command_queue::enqueue_marker_with_wait_list(queue, 0, std::ptr::null()) }
-        })
+    /// A marker after all work enqueued so far; the caller holds a
+    /// reference to it of its own.
+    pub fn mark(&self) -> ClResult<ClEvent> {
+        self.enqueue_then(
+            "clEnqueueMarkerWithWaitList",
+            |queue| {
+                // SAFETY: the queue is live; an empty wait list.
+                unsafe { cl3::command_queue::enqueue_marker_with_wait_list(queue, 0, std::ptr::null()) }
+            },
+            ClEvent::retained,
+        )
     }
 
-    fn last(&self) -> Option<Arc<ClEvent>> {
-        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    /// The last command's event, with a reference of the caller's own.
+    fn last(&self) -> ClResult<Option<ClEvent>> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(ClEvent::retained).transpose()
     }
 
     fn sticky(&self, result: ClResult<()>) -> ClResult<()> {
@@ -113,13 +129,18 @@ impl Stream {
     }
 
     pub fn query(&self) -> ClResult<()> {
-        let state = self.last().map_or(Ok(()), |e| e.done("xdal_stream_query"));
+        // The status is read under the lock: no reference taken, no wait.
+        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        let state = last.as_ref().map_or(Ok(()), |e| e.done("xdal_stream_query"));
+        drop(last);
         self.sticky(state)
     }
 
     pub fn synchronize(&self) -> ClResult<()> {
         let finished = cl3::command_queue::finish(self.queue.0).cl("clFinish");
-        let state = finished.and_then(|()| self.last().map_or(Ok(()), |e| e.wait("xdal_stream_synchronize")));
+        let state = finished
+            .and_then(|()| self.last())
+            .and_then(|last| last.map_or(Ok(()), |e| e.wait("xdal_stream_synchronize")));
         self.sticky(state)
     }
 
@@ -164,55 +185,65 @@ impl Stream {
 /// period instead of one per command.
 struct Flusher {
     queue: Arc<Queue>,
-    /// A flushed command has a completion callback still to run.
-    in_flight: AtomicBool,
-    /// Commands enqueued since the last flush.
-    unflushed: AtomicBool,
+    /// `IN_FLIGHT` and `UNFLUSHED`, in one word so that a command's
+    /// enqueue costs one atomic operation.
+    state: AtomicU8,
 }
+
+/// A flushed command has a completion callback still to run.
+const IN_FLIGHT: u8 = 1;
+/// Commands were enqueued since the last flush.
+const UNFLUSHED: u8 = 2;
 
 impl Flusher {
     fn new(queue: Arc<Queue>) -> Flusher {
-        Flusher { queue, in_flight: AtomicBool::new(false), unflushed: AtomicBool::new(false) }
+        Flusher { queue, state: AtomicU8::new(0) }
     }
 
-    /// After a command (`event`) is enqueued: flushes it and watches for its
-    /// completion if nothing is in flight; else the callback in flight will
-    /// flush it. (`unflushed` is set before `in_flight` is read, and the
-    /// callback clears `in_flight` before it reads `unflushed`: whichever of
-    /// the two comes second sees the other's write, so no command is left
-    /// unissued.)
+    /// After a command (`event`) is enqueued: if a callback is in flight,
+    /// marks the command for it to flush; else flushes it and watches for
+    /// its completion. (Both bits change in single atomic operations on
+    /// one word: a callback that clears `IN_FLIGHT` either sees the
+    /// `UNFLUSHED` of a command marked before, and flushes it, or comes
+    /// first, and the command's enqueue then finds nothing in flight and
+    /// flushes it itself. No command is left unissued.)
     fn enqueued(self: &Arc<Self>, event: &ClEvent) -> ClResult<()> {
-        self.unflushed.store(true, Ordering::SeqCst);
-        if self.in_flight.swap(true, Ordering::SeqCst) {
+        if self.state.fetch_or(IN_FLIGHT | UNFLUSHED, Ordering::AcqRel) & IN_FLIGHT != 0 {
             return Ok(());
         }
-        self.unflushed.store(false, Ordering::SeqCst);
+        self.state.fetch_and(!UNFLUSHED, Ordering::AcqRel);
         cl3::command_queue::flush(self.queue.0).cl("clFlush")?;
         let watcher = Arc::into_raw(self.clone()).cast_mut().cast::<c_void>();
         let watched = cl3::event::set_event_callback(event.0, cl3::event::CL_COMPLETE, flush_after, watcher);
         if watched.is_err() {
             // SAFETY: the callback was not registered: this reference is
             // still ours to give back.
-            drop(unsafe { Arc::from_raw(watcher.cast::<Flusher>()) });
-            // Without a watcher every command is flushed as it comes.
-            self.in_flight.store(false, Ordering::SeqCst);
+            let flusher = unsafe { Arc::from_raw(watcher.cast::<Flusher>()) };
+            // Nothing watches: whatever was marked meanwhile is flushed
+            // here, and every later command flushes itself.
+            flusher.complete();
             watched.cl("clSetEventCallback")?;
         }
         Ok(())
     }
+
+    /// The watched command completed: flushes what was enqueued after it.
+    fn complete(&self) {
+        if self.state.fetch_and(!(IN_FLIGHT | UNFLUSHED), Ordering::AcqRel) & UNFLUSHED != 0 {
+            // A failed flush leaves the commands to the next
+            // synchronization (clFinish issues them); no caller to report
+            // it to here.
+            let _ = cl3::command_queue::flush(self.queue.0);
+        }
+    }
 }
 
-/// The completion callback of a flushed command: flushes what was enqueued
-/// after it. clFlush is not among the calls a callback must not make.
+/// The completion callback of a flushed command. clFlush is not among the
+/// calls a callback must not make.
 extern "C" fn flush_after(_event: cl_event, _status: i32, watcher: *mut c_void) {
     // SAFETY: `enqueued` gave this callback one reference to the flusher.
     let flusher = unsafe { Arc::from_raw(watcher.cast_const().cast::<Flusher>()) };
-    flusher.in_flight.store(false, Ordering::SeqCst);
-    if flusher.unflushed.swap(false, Ordering::SeqCst) {
-        // A failed flush leaves the commands to the next synchronization
-        // (clFinish issues them); no caller to report it to here.
-        let _ = cl3::command_queue::flush(flusher.queue.0);
-    }
+    flusher.complete();
 }
 
 /// The host-function thread of one stream: each function after its
@@ -241,7 +272,7 @@ impl Drop for Stream {
         // last command, until a device synchronization has waited for it
         // or it is done.
         let _ = cl3::command_queue::flush(self.queue.0);
-        let last = self.last();
+        let last = self.last.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         crate::opencl()
             .device(self.device)
             .retired

@@ -4,7 +4,7 @@
 //! host function is timed by the thread that runs it.
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::OnceLock;
 
 thread_local! {
@@ -12,13 +12,27 @@ thread_local! {
     static NEXT: Cell<usize> = const { Cell::new(0) };
 }
 
+/// Whether any thread ever asked for times: until one does, `take` reads
+/// no thread-local (which in a shared library is a call of its own on
+/// every command).
+static ASKED: AtomicBool = AtomicBool::new(false);
+
 /// Times this thread's next operation; 0 cancels.
 pub(crate) fn time_next(slots: usize) {
+    if slots != 0 {
+        ASKED.store(true, Relaxed);
+    }
     NEXT.set(slots);
 }
 
 /// The slots this thread's next operation writes, taken (0: none).
+#[inline]
 pub(crate) fn take() -> usize {
+    // Relaxed: a thread sees its own earlier store; another thread's slots
+    // are never this thread's to take.
+    if !ASKED.load(Relaxed) {
+        return 0;
+    }
     NEXT.replace(0)
 }
 

@@ -30,17 +30,24 @@ thread_local! {
 /// Turns a result into the status a table entry returns, keeping the
 /// message for `last_error_message` (NOT_READY is an answer, not a failure:
 /// it leaves the last message alone).
+#[inline]
 fn to_status(result: BackendResult<()>) -> xdal_status_raw {
     match result {
         Ok(()) => xdal_status::XDAL_SUCCESS as xdal_status_raw,
-        Err(failure) => {
-            if failure.status != xdal_status::XDAL_ERROR_NOT_READY {
-                let text = CString::new(failure.message.replace('\0', " ")).unwrap_or_default();
-                LAST_MESSAGE.with(|m| *m.borrow_mut() = text);
-            }
-            failure.status as xdal_status_raw
-        }
+        Err(failure) => failed(failure),
     }
+}
+
+/// The failure half of `to_status`, out of line: every successful entry
+/// stays short.
+#[cold]
+#[inline(never)]
+fn failed(failure: Failure) -> xdal_status_raw {
+    if failure.status != xdal_status::XDAL_ERROR_NOT_READY {
+        let text = CString::new(failure.message.replace('\0', " ")).unwrap_or_default();
+        LAST_MESSAGE.with(|m| *m.borrow_mut() = text);
+    }
+    failure.status as xdal_status_raw
 }
 
 /// The message of this thread's last failed entry; valid until the next
