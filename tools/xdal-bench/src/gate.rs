@@ -20,12 +20,13 @@ use xdal::*;
 const CALLS_PER_GATE: u64 = 1024;
 
 /// `n` calls of `call`, in runs of at most `CALLS_PER_GATE`: each run is
-/// timed while a gate from `gate` holds the stream; then the gate opens
-/// and `drain` synchronizes the stream, outside the timing.
-pub fn gated_calls(
+/// timed while a gate from `gate` holds the stream (a `Gate`, or whatever
+/// holds it until dropped); then the gate opens and `drain` synchronizes
+/// the stream, outside the timing.
+pub fn gated_calls<Held>(
     n: u64,
     mut call: impl FnMut() -> Res<()>,
-    mut gate: impl FnMut() -> Res<Gate>,
+    mut gate: impl FnMut() -> Res<Held>,
     mut drain: impl FnMut() -> Res<()>,
 ) -> Res<Duration> {
     let mut took = Duration::ZERO;
