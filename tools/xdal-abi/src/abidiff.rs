@@ -77,25 +77,81 @@ fn unusable(xml: &str, library: &Path) -> Option<String> {
 }
 
 /// Suppressions for what the policy allows in a minor release: new
-/// functions and variables, and fields appended to the baseline's
-/// extensible structs (enumerators added are harmless to abidiff already).
-pub fn policy_suppressions(base: &Description) -> String {
-    let mut s = String::from(
-        "# Made by xdal-abi from the baseline's description: what docs/abi-policy.md\n\
-         # allows within a major.\n\
+/// functions and variables (enumerators added are harmless to abidiff
+/// already). Fields appended to extensible structs are not suppressed but
+/// trimmed from the current record first (`trim_appended`): libabigail's
+/// insertion-range suppressions also hide a change with no inserted member
+/// at all, such as two fields swapped.
+pub fn policy_suppressions() -> String {
+    String::from(
+        "# Made by xdal-abi: what docs/abi-policy.md allows within a major.\n\
          [suppress_function]\n  label = new functions are additions\n  change_kind = added-function\n\n\
          [suppress_variable]\n  label = new variables are additions\n  change_kind = added-variable\n",
-    );
-    let extensible: Vec<&str> = base.structs.iter().filter(|s| s.extensible).map(|s| s.name.as_str()).collect();
-    if !extensible.is_empty() {
-        // Rust's DWARF qualifies names with their module path.
-        s.push_str(&format!(
-            "\n[suppress_type]\n  label = extensible structs grow at the end (struct_size)\n  type_kind = struct\n  \
-             name_regexp = ^(.*::)?({})$\n  has_data_member_inserted_at = end\n",
-            extensible.join("|")
-        ));
+    )
+}
+
+/// The current abidw record as a caller of the baseline `base` sees it:
+/// in each of the baseline's extensible structs, the members at or past
+/// the end of the baseline's last field (appended since, which such a caller neither passes
+/// nor reads) are left out and the size is the baseline's. abidiff then
+/// compares everything the baseline's callers do see, with no suppression
+/// for structs at all: a member moved, retyped or inserted before the end
+/// is its finding as much as the checker's.
+pub fn trim_appended(xml: &str, base: &Description) -> String {
+    // (where the baseline's last field ends, the baseline's size), in bits:
+    // a member appended into the trailing padding is appended too.
+    let bits_of = |line: &str| -> Option<(u64, u64)> {
+        let name = attribute(line, "name")?;
+        let name = name.rsplit("::").next().unwrap_or(name);
+        let st = base.structs.iter().find(|s| s.extensible && s.name == name)?;
+        let end = st.fields.iter().map(|f| f.offset + f.size).max().unwrap_or(st.size);
+        Some((end * 8, st.size * 8))
+    };
+    let mut out = String::with_capacity(xml.len());
+    let mut within: Option<(u64, u64)> = None;
+    let mut skipping = false;
+    for line in xml.lines() {
+        let trimmed = line.trim_start();
+        if skipping {
+            skipping = !trimmed.starts_with("</data-member>");
+            continue;
+        }
+        match within {
+            None if trimmed.starts_with("<class-decl ") && !trimmed.ends_with("/>") => {
+                within = bits_of(trimmed);
+                if let (Some((_, bits)), Some(size)) = (within, attribute(trimmed, "size-in-bits")) {
+                    if size.parse::<u64>().is_ok_and(|size| size > bits) {
+                        out.push_str(&line.replacen(
+                            &format!("size-in-bits='{size}'"),
+                            &format!("size-in-bits='{bits}'"),
+                            1,
+                        ));
+                        out.push('\n');
+                        continue;
+                    }
+                }
+            }
+            Some(_) if trimmed.starts_with("</class-decl>") => within = None,
+            Some((end, _)) if trimmed.starts_with("<data-member ") => {
+                let offset = attribute(trimmed, "layout-offset-in-bits").and_then(|o| o.parse::<u64>().ok());
+                if offset.is_some_and(|o| o >= end) {
+                    skipping = !trimmed.ends_with("/>") && !trimmed.contains("</data-member>");
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push_str(line);
+        out.push('\n');
     }
-    s
+    out
+}
+
+/// The value of `name='...'` in one XML start tag.
+fn attribute<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let start = tag.find(&format!(" {name}='"))? + name.len() + 3;
+    let len = tag[start..].find('\'')?;
+    Some(&tag[start..start + len])
 }
 
 /// abidiff's verdict.
@@ -133,6 +189,30 @@ pub fn abidiff(base_xml: &Path, cur_xml: &Path, suppressions: &[&Path]) -> Resul
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn appended_members_of_extensible_structs_are_trimmed() {
+        let base: crate::model::Description = serde_json::from_value(serde_json::json!({
+            "format": crate::model::FORMAT, "soname": null, "headers": [], "symbols": [], "macros": [],
+            "functions": [], "opaque_structs": [], "enums": [], "typedefs": [],
+            "structs": [{"name": "xdal_p", "header": "x.h", "size": 16, "align": 8, "extensible": true,
+                         "table": false, "fields": [
+                             {"name": "a", "type": {"c": "uint64_t", "canonical": "uint64_t"}, "offset": 8, "size": 4}
+                         ]}]
+        }))
+        .unwrap();
+        let xml = "<x>\n  <class-decl name='xdal_p' size-in-bits='192' is-struct='yes'>\n\
+                   <data-member access='public' layout-offset-in-bits='64'>\n    <var-decl name='a'/>\n  </data-member>\n\
+                   <data-member access='public' layout-offset-in-bits='96'>\n    <var-decl name='b'/>\n  </data-member>\n\
+                   </class-decl>\n  <class-decl name='other' size-in-bits='192'>\n\
+                   <data-member access='public' layout-offset-in-bits='128'>\n  </data-member>\n</class-decl>\n</x>\n";
+        let trimmed = super::trim_appended(xml, &base);
+        assert!(trimmed.contains("<class-decl name='xdal_p' size-in-bits='128'"), "{trimmed}");
+        assert!(trimmed.contains("name='a'") && !trimmed.contains("name='b'"), "{trimmed}");
+        // Other structs keep every member and their size.
+        assert!(trimmed.contains("<class-decl name='other' size-in-bits='192'>"), "{trimmed}");
+        assert_eq!(trimmed.matches("layout-offset-in-bits='128'").count(), 1, "{trimmed}");
+    }
+
     #[test]
     fn empty_units_are_dropped() {
         let xml = "<abi-corpus>\n  <abi-instr path='a'>\n  </abi-instr>\n  <abi-instr path='b'>\n    <x/>\n  </abi-instr>\n</abi-corpus>\n";

@@ -54,14 +54,17 @@ fn abidiff_against(b: &Baseline, current: &mut CurrentXml) -> Result<bool, Strin
         ));
     }
     let policy = current.scratch.path().join(format!("policy-{}.suppr", b.label));
-    std::fs::write(&policy, abidiff::policy_suppressions(&b.description))
+    std::fs::write(&policy, abidiff::policy_suppressions())
         .map_err(|e| format!("cannot write {}: {e}", policy.display()))?;
     let allow = b.dir.join(baseline::ALLOW_LIST);
     let mut suppressions = vec![policy.as_path()];
     if allow.exists() {
         suppressions.push(&allow);
     }
-    let cur_xml = current.path()?.to_path_buf();
+    let full = std::fs::read_to_string(current.path()?).map_err(|e| format!("cannot read the abidw record: {e}"))?;
+    let cur_xml = current.scratch.path().join(format!("current-as-{}.abidw.xml", b.label));
+    std::fs::write(&cur_xml, abidiff::trim_appended(&full, &b.description))
+        .map_err(|e| format!("cannot write {}: {e}", cur_xml.display()))?;
     let verdict = abidiff::abidiff(&base_xml, &cur_xml, &suppressions)?;
     if verdict.status == 0 {
         println!("  abidiff: no change outside the policy and {}", allow.display());
