@@ -82,6 +82,48 @@ fn abidiff_against(b: &Baseline, current: &mut CurrentXml) -> Result<bool, Strin
     Ok(false)
 }
 
+/// An ABI major with no baseline of its own: compared with the last
+/// baseline of the major before it, so that a mistaken bump cannot hide
+/// breaks. Always a failure: the breaks are listed as what the new major
+/// would announce, which demands a new SONAME, and a new major is released
+/// by freezing its first baseline (with the SONAME change), not by raising
+/// the macro.
+fn new_major(previous: &Baseline, cur: &Description, major: i64) {
+    println!(
+        "== ABI major {major} has no baseline: against {}, the last baseline of major {} ({})",
+        previous.label,
+        previous.version.0,
+        previous.dir.display()
+    );
+    let report = compare::compare(&previous.description, cur, &previous.label);
+    let breaks: Vec<&str> = report.messages(Kind::Break).collect();
+    for message in &breaks {
+        println!("  BREAK  (major) {message}");
+    }
+    if cur.soname.is_some() && cur.soname == previous.description.soname {
+        println!(
+            "  BREAK  ABI major {major} keeps the SONAME `{}` of {}: a new major demands a new SONAME",
+            cur.soname.as_deref().unwrap_or_default(),
+            previous.label
+        );
+    }
+    if breaks.is_empty() {
+        println!(
+            "  BREAK  ABI major raised to {major} with no break against {}: a mistaken bump; stay on major {} \
+             and release a minor",
+            previous.label, previous.version.0
+        );
+    } else {
+        println!(
+            "  BREAK  ABI major raised to {major}: the {} break(s) above against {} are what it announces; \
+             a new major is released with a new SONAME (`lib<name>.so.{major}`) and its first baseline \
+             frozen (tools/xdal-abi/freeze.sh {major}.0), see docs/abi-policy.md",
+            breaks.len(),
+            previous.label
+        );
+    }
+}
+
 /// Returns whether the build passes.
 pub fn check(o: &Options) -> Result<bool, String> {
     let cur: Description = crate::describe::describe(o.headers, o.library)?;
@@ -105,12 +147,22 @@ pub fn check(o: &Options) -> Result<bool, String> {
         failed = true;
     }
     let same: Vec<&Baseline> = all.iter().filter(|b| b.version.0 == major).collect();
-    if same.is_empty() {
-        println!("  note   no baseline of ABI major {major} in {}: nothing to compare against", o.baselines.display());
-    }
     let mut current =
         CurrentXml { library: o.debug_library.unwrap_or(o.library), scratch: Scratch::new("check")?, made: None };
     let mut results = Vec::new();
+    if same.is_empty() {
+        match all.iter().filter(|b| b.version.0 < major).next_back() {
+            Some(previous) => {
+                new_major(previous, &cur, major);
+                failed = true;
+                results.push(format!("major {major} without a baseline, against {} FAILED", previous.label));
+            }
+            None => println!(
+                "  note   no baseline of ABI major {major} or before it in {}: nothing to compare against",
+                o.baselines.display()
+            ),
+        }
+    }
     for b in same {
         println!("== against baseline {} ({})", b.label, b.dir.display());
         let report = compare::compare(&b.description, &cur, &b.label);
