@@ -151,7 +151,7 @@ pub fn check(o: &Options) -> Result<bool, String> {
         CurrentXml { library: o.debug_library.unwrap_or(o.library), scratch: Scratch::new("check")?, made: None };
     let mut results = Vec::new();
     if same.is_empty() {
-        match all.iter().filter(|b| b.version.0 < major).next_back() {
+        match all.iter().rfind(|b| b.version.0 < major) {
             Some(previous) => {
                 new_major(previous, &cur, major);
                 failed = true;
