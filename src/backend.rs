@@ -210,6 +210,14 @@ const REQUIRED: &[(&str, HasEntry)] = &[
     ("event_synchronize", |t| t.event_synchronize.is_some()),
 ];
 
+/// The names of the table entries every backend must fill, in the order
+/// the front checks them: part of the ABI contract (a backend built
+/// against an earlier minor must not be refused), which `xdal-abi check`
+/// compares with each baseline's.
+pub fn required_entries() -> impl Iterator<Item = &'static str> {
+    REQUIRED.iter().map(|(name, _)| *name)
+}
+
 extern "C" {
     /// From src/shim/linked_backend.c: the getter of a backend linked into
     /// the process, or NULL.

@@ -29,5 +29,7 @@ mod trace;
 mod validate;
 
 pub use api::*;
+#[doc(hidden)]
+pub use backend::required_entries as required_backend_entries;
 pub use builtin_backends::{BuiltinBackend, BUILTIN_BACKENDS};
 pub use xdal_abi as abi;

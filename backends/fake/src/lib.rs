@@ -32,6 +32,14 @@ mod tuning;
 
 pub use table::xdal_fake_backend_get_v1;
 
+/// Every built-in kernel of `xdal_module_get_builtin`, in the catalogue's
+/// order: its name and the exact byte size of each argument. The names and
+/// sizes are ABI (docs/abi-policy.md): `xdal-abi check` compares them with
+/// each baseline's, which were recorded from this list.
+pub fn builtin_kernels() -> impl Iterator<Item = (&'static str, &'static [usize])> {
+    builtin::all().map(|b| (b.name.as_str(), b.arg_sizes.as_slice()))
+}
+
 use config::Config;
 use device::FakeDevice;
 use executor::Executor;

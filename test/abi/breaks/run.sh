@@ -88,24 +88,27 @@ reset_tree() {
 
 # The headers come from `xdal-abi headers` (the tool under test is built
 # already; the golden test would build cbindgen again here). The library is
-# built as the front alone (--no-default-features: no built-in backend),
-# which exports the same symbols and types: the fake backend's kernels are
-# most of the compile time, and most variants change xdal-abi, which the
-# fake depends on. abidw reads the ABI's types from the debug info of the
-# front (which exports the functions) and of xdal-abi (which defines the
-# types); the dependencies need none.
+# built with the fake backend alone (the manifest program's features: the
+# built-in catalogue is the fake's), which exports the same symbols and
+# types as the default build, and the manifest program. abidw reads the
+# ABI's types from the debug info of the front (which exports the
+# functions) and of xdal-abi (which defines the types); the dependencies
+# need none.
 build() {
   (cd "$tree" &&
     "$tool" headers --root . &&
-    "$cargo" build --locked -q --no-default-features -p xdal --config 'profile.dev.debug=0' \
+    "$cargo" build --locked -q -p xdal -p xdal-abi-manifest --config 'profile.dev.debug=0' \
       --config 'profile.dev.package.xdal.debug=2' --config 'profile.dev.package.xdal-abi.debug=2') \
     >"$work/build.log" 2>&1 ||
     { tail -40 "$work/build.log" >&2; fail "${variant:-pristine}: the changed tree does not build"; }
 }
 
+# The library's manifest program, built from the same (changed) tree.
+manifest=$CARGO_TARGET_DIR/debug/xdal-abi-manifest
+
 check() {
   "$tool" check --headers "$tree/include/xdal" --library "$CARGO_TARGET_DIR/debug/libxdal.so" \
-    --baselines "$work/baselines" >"$work/check.log" 2>&1
+    --manifest "$manifest" --baselines "$work/baselines" >"$work/check.log" 2>&1
 }
 
 start=$SECONDS
@@ -115,7 +118,7 @@ build
 version=$(sed -n 's/^#define XDAL_ABI_VERSION_\(MAJOR\|MINOR\) \([0-9]*\)$/\2/p' "$tree/include/xdal/xdal.h" | paste -sd.)
 rm -rf "$work/baselines"
 "$tool" freeze "$version" --headers "$tree/include/xdal" --library "$CARGO_TARGET_DIR/debug/libxdal.so" \
-  --baselines "$work/baselines" >/dev/null
+  --manifest "$manifest" --baselines "$work/baselines" >/dev/null
 check || { cat "$work/check.log"; fail "the unchanged tree does not pass against its own baseline"; }
 echo "pristine tree built and frozen as ABI $version ($((SECONDS - start)) s)"
 

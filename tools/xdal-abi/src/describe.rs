@@ -57,6 +57,9 @@ pub fn describe_headers(dir: &Path) -> Result<Description, String> {
         opaque_structs: Vec::new(),
         enums: Vec::new(),
         typedefs: Vec::new(),
+        required_entries: None,
+        builtins: None,
+        probe_failure: None,
     };
     let mut request = Request::default();
     let mut defined_tags = BTreeSet::new();
@@ -137,7 +140,15 @@ pub fn describe_headers(dir: &Path) -> Result<Description, String> {
     }
     d.opaque_structs = declared_tags.difference(&defined_tags).cloned().collect();
 
-    let layouts = probe::measure(dir, &files, &request)?;
+    // Headers the C compiler cannot measure are a finding, not an error of
+    // this tool: the caller names them as a break.
+    let layouts = match probe::measure(dir, &files, &request)? {
+        Ok(layouts) => layouts,
+        Err(failure) => {
+            d.probe_failure = Some(failure);
+            return Ok(d);
+        }
+    };
     for m in &mut d.macros {
         m.int = layouts.macros.get(&m.name).copied();
     }

@@ -3,6 +3,7 @@ use crate::abidiff;
 use crate::baseline::{self, parse_version};
 use crate::compare::{self, Kind};
 use crate::describe::{describe, header_files};
+use crate::manifest::Manifest;
 use std::path::Path;
 
 pub struct Options<'a> {
@@ -10,6 +11,9 @@ pub struct Options<'a> {
     pub headers: &'a Path,
     pub library: &'a Path,
     pub debug_library: Option<&'a Path>,
+    /// The library's manifest: its required entries and built-in catalogue
+    /// are recorded, its layouts must be the headers'.
+    pub manifest: Option<&'a Manifest>,
     pub baselines: &'a Path,
     pub force: bool,
     pub abidiff: bool,
@@ -21,7 +25,10 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 
 pub fn freeze(o: &Options) -> Result<(), String> {
     let version = parse_version(o.version).ok_or_else(|| format!("`{}` is not <major>.<minor>", o.version))?;
-    let d = describe(o.headers, o.library)?;
+    let mut d = describe(o.headers, o.library)?;
+    if let Some(failure) = &d.probe_failure {
+        return Err(format!("cannot freeze headers that do not compile: {failure}"));
+    }
     if d.abi_version() != Some(version) {
         return Err(format!(
             "the headers say ABI {:?}, not {}: set XDAL_ABI_VERSION_MAJOR/MINOR first",
@@ -29,7 +36,14 @@ pub fn freeze(o: &Options) -> Result<(), String> {
             o.version
         ));
     }
-    let own = compare::consistency(&d);
+    let mut own = compare::consistency(&d, o.manifest);
+    if let Some(m) = o.manifest {
+        // The headers must describe the library as it is compiled: the
+        // baseline's layouts are then the library's too.
+        own.findings.extend(compare::compare(&d, &d, o.version, Some(m)).findings);
+        d.required_entries = Some(m.required_entries.clone());
+        d.builtins = Some(m.builtins.iter().map(|b| b.signature()).collect());
+    }
     if own.count(Kind::Break) > 0 {
         let problems: Vec<&str> = own.messages(Kind::Break).collect();
         return Err(format!("this build is inconsistent: {}", problems.join("; ")));
@@ -77,5 +91,13 @@ pub fn freeze(o: &Options) -> Result<(), String> {
         d.macros.len(),
         if o.abidiff { ", abidw record" } else { " (no abidw record)" }
     );
+    match &d.builtins {
+        Some(builtins) => println!(
+            "  with the library's manifest: {} required backend-table entries, {} built-in kernels",
+            d.required_entries.as_ref().map_or(0, Vec::len),
+            builtins.len()
+        ),
+        None => println!("  no --manifest: required entries and built-in kernels not recorded"),
+    }
     Ok(())
 }

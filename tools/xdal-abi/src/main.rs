@@ -21,6 +21,7 @@ mod elf;
 mod freeze;
 mod header;
 mod headers;
+mod manifest;
 mod model;
 mod probe;
 mod scratch;
@@ -49,6 +50,18 @@ struct Build {
     /// --library). A release build keeps only line tables, which carry no types.
     #[arg(long)]
     debug_library: Option<PathBuf>,
+    /// The library's manifest program (`xdal-abi-manifest` of the same
+    /// build): the entries the front requires, the built-in kernel
+    /// catalogue and the compiled layouts, which the headers do not carry.
+    /// Without it those are not checked (and a frozen baseline lacks them).
+    #[arg(long)]
+    manifest: Option<PathBuf>,
+}
+
+impl Build {
+    fn manifest(&self) -> Result<Option<manifest::Manifest>, String> {
+        self.manifest.as_deref().map(manifest::Manifest::from_program).transpose()
+    }
 }
 
 #[derive(Subcommand)]
@@ -120,6 +133,7 @@ fn run(cli: Cli) -> Result<bool, String> {
             headers: &build.headers,
             library: &build.library,
             debug_library: build.debug_library.as_deref(),
+            manifest: build.manifest()?.as_ref(),
             baselines: &baselines,
             abidiff: !no_abidiff,
         }),
@@ -128,6 +142,7 @@ fn run(cli: Cli) -> Result<bool, String> {
             headers: &build.headers,
             library: &build.library,
             debug_library: build.debug_library.as_deref(),
+            manifest: build.manifest()?.as_ref(),
             baselines: &baselines,
             force,
             abidiff: !no_abidiff,

@@ -25,6 +25,47 @@ pub struct Description {
     pub opaque_structs: Vec<String>,
     pub enums: Vec<Enum>,
     pub typedefs: Vec<Typedef>,
+    /// The backend-table entries the front refuses a backend without, from
+    /// the library's manifest (absent in baselines frozen without one:
+    /// their headers' "Required." marks stand for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_entries: Option<Vec<String>>,
+    /// The built-in kernel catalogue, from the library's manifest, in order:
+    /// each kernel as `name(size,size,..)`, the exact byte size of each
+    /// argument (one line per kernel in abi.json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub builtins: Option<Vec<String>>,
+    /// Why the headers could not be measured by the C compiler, if they
+    /// could not (then sizes, enum values and macro values are unknown).
+    #[serde(skip)]
+    pub probe_failure: Option<String>,
+}
+
+/// One built-in kernel: its name and the exact byte size of each argument.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct BuiltinKernel {
+    pub name: String,
+    pub arg_sizes: Vec<u64>,
+}
+
+impl BuiltinKernel {
+    /// `name(size,size,..)`, as a baseline records it.
+    pub fn signature(&self) -> String {
+        let sizes: Vec<String> = self.arg_sizes.iter().map(u64::to_string).collect();
+        format!("{}({})", self.name, sizes.join(","))
+    }
+
+    /// Reads `signature`'s form back.
+    pub fn parse(signature: &str) -> Option<BuiltinKernel> {
+        let (name, rest) = signature.split_once('(')?;
+        let sizes = rest.strip_suffix(')')?;
+        let arg_sizes = if sizes.is_empty() {
+            Vec::new()
+        } else {
+            sizes.split(',').map(|s| s.parse().ok()).collect::<Option<_>>()?
+        };
+        Some(BuiltinKernel { name: name.to_string(), arg_sizes })
+    }
 }
 
 /// A type, as the header spells it and in canonical form (typedefs
@@ -190,6 +231,20 @@ impl Description {
         Ok(d)
     }
 
+    /// The table entries a backend built against this description must fill:
+    /// the recorded set, else the entries the headers mark "Required.".
+    pub fn required_entries(&self) -> Vec<String> {
+        if let Some(recorded) = &self.required_entries {
+            return recorded.clone();
+        }
+        let table = self.structs.iter().find(|s| s.table);
+        let entries = table.into_iter().flat_map(|t| &t.fields);
+        entries
+            .filter(|f| f.requirement == Requirement::Required && f.ty.canonical.contains("(*)"))
+            .map(|f| f.name.clone())
+            .collect()
+    }
+
     pub fn to_json(&self) -> String {
         let mut text = serde_json::to_string_pretty(self).expect("a description serializes");
         text.push('\n');
@@ -199,7 +254,17 @@ impl Description {
 
 #[cfg(test)]
 mod tests {
-    use super::Requirement;
+    use super::{BuiltinKernel, Requirement};
+
+    #[test]
+    fn builtin_signatures_round_trip() {
+        let k = BuiltinKernel { name: "fill_f32".into(), arg_sizes: vec![8, 8, 4] };
+        assert_eq!(k.signature(), "fill_f32(8,8,4)");
+        assert_eq!(BuiltinKernel::parse("fill_f32(8,8,4)"), Some(k));
+        assert_eq!(BuiltinKernel::parse("none()").map(|k| k.arg_sizes), Some(vec![]));
+        assert_eq!(BuiltinKernel::parse("fill_f32(8,x)"), None);
+        assert_eq!(BuiltinKernel::parse("fill_f32"), None);
+    }
 
     #[test]
     fn requirement_from_doc() {

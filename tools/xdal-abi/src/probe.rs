@@ -72,8 +72,10 @@ fn source(headers: &[String], request: &Request) -> String {
     c
 }
 
-/// Compiles and runs the probe against the headers in `dir`.
-pub fn measure(dir: &Path, headers: &[String], request: &Request) -> Result<Layouts, String> {
+/// Compiles and runs the probe against the headers in `dir`. The inner
+/// error: the headers do not compile (a finding about them); the outer: the
+/// probe could not be made or run at all.
+pub fn measure(dir: &Path, headers: &[String], request: &Request) -> Result<Result<Layouts, String>, String> {
     let scratch = Scratch::new("probe")?;
     let src = scratch.path().join("probe.c");
     let exe = scratch.path().join("probe");
@@ -89,17 +91,13 @@ pub fn measure(dir: &Path, headers: &[String], request: &Request) -> Result<Layo
         .output()
         .map_err(|e| format!("cannot run the C compiler `{cc}` (set CC): {e}"))?;
     if !out.status.success() {
-        return Err(format!(
-            "the layout probe does not compile against {}:\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Ok(Err(format!("the headers do not compile as C11 ({cc}):\n{}", String::from_utf8_lossy(&out.stderr))));
     }
     let run = Command::new(&exe).output().map_err(|e| format!("cannot run the layout probe: {e}"))?;
     if !run.status.success() {
         return Err("the layout probe failed".into());
     }
-    parse(&String::from_utf8_lossy(&run.stdout))
+    parse(&String::from_utf8_lossy(&run.stdout)).map(Ok)
 }
 
 fn parse(text: &str) -> Result<Layouts, String> {
@@ -159,7 +157,7 @@ mod tests {
             enums: vec![("t_e".into(), "enum t_e".into(), vec!["T_A".into(), "T_B".into()])],
             macros: vec!["T_N".into()],
         };
-        let l = measure(scratch.path(), &["t.h".into()], &request).unwrap();
+        let l = measure(scratch.path(), &["t.h".into()], &request).unwrap().unwrap();
         assert_eq!(l.structs["t_s"], StructLayout { size: 16, align: 8, fields: vec![(0, 1), (8, 8)] });
         assert_eq!(l.enums["t_e"], (4, vec![3, 4]));
         assert_eq!(l.macros["T_N"], 16);

@@ -73,7 +73,6 @@ pub(crate) fn find(name: &str) -> Option<&'static Builtin> {
 /// copy_strided, fill_strided, axpby, sum_dim; then per pair cast_trunc,
 /// cast_strided, cast_strided_trunc).
 // For listings (tests, tools); the launch path only needs `find`.
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn all() -> impl Iterator<Item = &'static Builtin> {
     registry().iter()
 }

@@ -1,10 +1,12 @@
 //! Compares the description of a build with a baseline's, by the rules of
 //! docs/abi-policy.md: within a major, only additions. Each finding names
 //! one change in words a maintainer can act on.
+mod contract;
 mod enums;
 mod functions;
 mod structs;
 
+use crate::manifest::Manifest;
 use crate::model::{Description, Type};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,17 +44,26 @@ impl Report {
 }
 
 /// Everything that changed from `base` (the baseline called `label`) to
-/// `cur`.
-pub fn compare(base: &Description, cur: &Description, label: &str) -> Report {
+/// `cur`, and, given the library's manifest, in what the headers do not
+/// carry. Headers the C compiler could not measure are compared by name
+/// and type only; the manifest's layouts stand in for theirs.
+pub fn compare(base: &Description, cur: &Description, label: &str, manifest: Option<&Manifest>) -> Report {
     let mut r = Report::default();
     functions::soname(base, cur, &mut r);
     functions::symbols(base, cur, label, &mut r);
     functions::functions(base, cur, &mut r);
     functions::typedefs(base, cur, &mut r);
-    structs::structs(base, cur, label, &mut r);
-    enums::enums(base, cur, &mut r);
-    enums::macros(base, cur, &mut r);
-    versions(base, cur, label, &mut r);
+    if cur.probe_failure.is_none() {
+        structs::structs(base, cur, label, &mut r);
+        enums::enums(base, cur, &mut r);
+        enums::macros(base, cur, &mut r);
+        versions(base, cur, label, &mut r);
+    }
+    if let Some(m) = manifest {
+        contract::required_entries(base, label, m, &mut r);
+        contract::builtins(base, label, m, &mut r);
+        contract::layouts(base, cur, label, m, &mut r);
+    }
     r
 }
 
@@ -76,10 +87,27 @@ fn versions(base: &Description, cur: &Description, label: &str, r: &mut Report) 
     }
 }
 
-/// Checks a build against itself: SONAME and version macros agree.
-pub fn consistency(cur: &Description) -> Report {
+/// Checks a build against itself: the headers compile, SONAME, version
+/// macros and the library's manifest agree.
+pub fn consistency(cur: &Description, manifest: Option<&Manifest>) -> Report {
     let mut r = Report::default();
-    let Some((major, _)) = cur.abi_version() else {
+    if let Some(failure) = &cur.probe_failure {
+        let first: Vec<&str> = failure.lines().filter(|l| l.contains("error")).take(3).collect();
+        r.brk(format!(
+            "the headers do not compile, so no consumer can build against them: {}",
+            if first.is_empty() { failure.lines().next().unwrap_or_default().to_string() } else { first.join(" | ") }
+        ));
+    }
+    let version = cur.abi_version().or(manifest.map(|m| m.abi_version));
+    if let (Some(m), Some(headers)) = (manifest, cur.abi_version()) {
+        if m.abi_version != headers {
+            r.brk(format!(
+                "the headers say ABI {}.{}, the library's manifest {}.{}",
+                headers.0, headers.1, m.abi_version.0, m.abi_version.1
+            ));
+        }
+    }
+    let Some((major, _)) = version else {
         r.brk("XDAL_ABI_VERSION_MAJOR/XDAL_ABI_VERSION_MINOR are missing from the headers");
         return r;
     };
@@ -92,7 +120,7 @@ pub fn consistency(cur: &Description) -> Report {
             }
         }
     }
-    if let Some((lib_major, _, _)) = cur.library_version() {
+    if let Some((lib_major, _, _)) = cur.library_version().filter(|_| cur.probe_failure.is_none()) {
         if lib_major != major {
             r.brk(format!("XDAL_VERSION_MAJOR is {lib_major} but XDAL_ABI_VERSION_MAJOR is {major}: they must agree"));
         }
