@@ -170,7 +170,8 @@ pub fn check(o: &Options) -> Result<bool, String> {
     }
     for b in same {
         println!("== against baseline {} ({})", b.label, b.dir.display());
-        let report = compare::compare(&b.description, &cur, &b.label, o.manifest);
+        let mut report = compare::compare(&b.description, &cur, &b.label, o.manifest);
+        crate::struct_size::check(b, &cur, o.library, &mut report)?;
         print(&report);
         let breaks = report.count(Kind::Break);
         let abidiff_ok = !o.abidiff || abidiff_against(b, &mut current)?;

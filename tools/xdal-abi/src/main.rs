@@ -25,6 +25,7 @@ mod manifest;
 mod model;
 mod probe;
 mod scratch;
+mod struct_size;
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
