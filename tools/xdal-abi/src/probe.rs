@@ -72,6 +72,11 @@ fn source(headers: &[String], request: &Request) -> String {
     c
 }
 
+/// The system C compiler: `$CC`, else `cc`.
+pub fn c_compiler() -> String {
+    std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into())
+}
+
 /// Compiles and runs the probe against the headers in `dir`. The inner
 /// error: the headers do not compile (a finding about them); the outer: the
 /// probe could not be made or run at all.
@@ -80,7 +85,7 @@ pub fn measure(dir: &Path, headers: &[String], request: &Request) -> Result<Resu
     let src = scratch.path().join("probe.c");
     let exe = scratch.path().join("probe");
     std::fs::write(&src, source(headers, request)).map_err(|e| format!("cannot write the probe: {e}"))?;
-    let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
+    let cc = c_compiler();
     let out = Command::new(&cc)
         .arg("-std=c11")
         .arg("-I")

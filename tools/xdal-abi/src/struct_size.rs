@@ -37,7 +37,7 @@ pub fn check(baseline: &Baseline, cur: &Description, library: &Path, r: &mut Rep
     let src = scratch.path().join("struct_size_probe.c");
     let exe = scratch.path().join("struct_size_probe");
     std::fs::write(&src, SOURCE).map_err(|e| format!("cannot write the struct_size probe: {e}"))?;
-    let cc = std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into());
+    let cc = crate::probe::c_compiler();
     let mut compile = Command::new(&cc);
     compile.arg("-std=gnu11").arg("-I").arg(baseline.dir.join("include"));
     for s in cur.structs.iter().filter(|s| s.extensible) {
