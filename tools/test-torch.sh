@@ -11,6 +11,7 @@
 #   XDAL_BUILD_DIR   CMake build directory (default build)
 #   XDAL_TORCH_BACKENDS  backends to run the suite on, e.g. "fake opencl"
 #   PYTEST_ARGS      extra pytest arguments
+#   XDAL_TORCH_SETUP_ONLY  set: build and install, run no test (bench-torch.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -64,6 +65,11 @@ start=$(date +%s)
 TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=$jobs "$py" -m pip install -q --no-build-isolation --no-deps ./integrations/torch
 echo "   (extension build and install: $(($(date +%s) - start)) s)"
 
+# tools/bench-torch.sh: the environment only.
+if [ -n "${XDAL_TORCH_SETUP_ONLY:-}" ]; then
+  exit 0
+fi
+
 # From the repository root, so that the installed torch_xdal is imported,
 # not its source folder.
 for backend in ${XDAL_TORCH_BACKENDS:-fake}; do
@@ -77,3 +83,8 @@ for backend in ${XDAL_TORCH_BACKENDS:-fake}; do
     XDAL_BACKEND=$backend "$py" -m pytest integrations/torch/tests -q -p no:cacheprovider ${PYTEST_ARGS:-}
   fi
 done
+
+# Keeps the benchmark of PyTorch on xdal beside the CPU working (one short
+# batch each; no timing is asserted): tools/bench-torch.sh for figures.
+echo "== integrations/torch/bench/bench.py --reps 1 --seconds 0.02 (keeps it working; no timing asserted)"
+"$py" integrations/torch/bench/bench.py --reps 1 --seconds 0.02

@@ -1,0 +1,261 @@
+"""PyTorch on xdal beside PyTorch on the CPU, in one process.
+
+Each workload runs on the CPU and on xdal with the same weights and inputs,
+their batches interleaved (CPU, xdal, CPU, xdal, ...) so that drift in the
+machine's speed hits both alike. A batch is timed until its results are
+there (xdal: a device synchronize). Prints, per workload, the median time
+per iteration with min..max over the batches, the ratio of xdal's
+throughput to the CPU's (or of latencies, for the inference latency), the
+target and whether it is met, and which path the operators took on xdal:
+native (a kernel of torch_xdal's own, built-in or composite) or the
+copying CPU fallback (operands copied to the host and back).
+
+    python integrations/torch/bench/bench.py [--reps N] [--threads N] [--only NAME ...] [--json FILE]
+
+One thread each by default (torch.set_num_threads(1), XDAL_FAKE_WORKERS=1).
+tools/bench-torch.sh builds and installs what it needs and runs it, as
+docs/performance.md describes. No timing is asserted: the exit status is non-zero only when a
+workload fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Callable, Dict, List
+
+WORKLOAD_NAMES = ["mlp_train", "conv_train", "mlp_infer", "mm", "add"]
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="PyTorch on xdal beside PyTorch on the CPU, in one process")
+    parser.add_argument("--reps", type=int, default=7, help="interleaved batches per device (default 7)")
+    parser.add_argument("--seconds", type=float, default=0.3, help="target time of one batch (default 0.3 s)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="CPU threads for PyTorch and worker threads of the fake backend (default 1)")
+    parser.add_argument("--only", nargs="*", choices=WORKLOAD_NAMES, help="workloads to run")
+    parser.add_argument("--json", help="also write the results as JSON here")
+    return parser.parse_args()
+
+
+# Before torch (whose backend autoloading imports torch_xdal): the fake
+# backend reads its worker count when it starts.
+ARGS = parse_args() if __name__ == "__main__" else None
+if ARGS is not None:
+    os.environ.setdefault("XDAL_FAKE_WORKERS", str(ARGS.threads))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch_xdal  # noqa: E402,F401  registers the xdal device
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+XDAL = torch.device("xdal")
+CPU = torch.device("cpu")
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "xdal":
+        torch.xdal.synchronize()
+
+
+class Workload:
+    """One workload: `make(device)` returns a step function for that device."""
+
+    def __init__(self, name: str, what: str, make: Callable[[torch.device], Callable[[], None]],
+                 latency: bool, target: float) -> None:
+        self.name, self.what, self.make, self.latency, self.target = name, what, make, latency, target
+
+
+def mlp(batch: int) -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def mlp_train(device: torch.device) -> Callable[[], None]:
+    model = mlp(64).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(64, 784, generator=gen).to(device)
+    y = torch.randint(0, 10, (64,), generator=gen).to(device)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
+def conv_train(device: torch.device) -> Callable[[], None]:
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(32 * 16 * 16, 10),
+    ).to(device)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(32, 3, 32, 32, generator=gen).to(device)
+    y = torch.randint(0, 10, (32,), generator=gen).to(device)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step() -> None:
+        model.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+
+    return step
+
+
+def mlp_infer(device: torch.device) -> Callable[[], None]:
+    model = mlp(1).to(device).eval()
+    x = torch.randn(1, 784, generator=torch.Generator().manual_seed(1)).to(device)
+
+    def step() -> None:
+        with torch.no_grad():
+            model(x)
+        sync(device)  # a latency: each inference to its result
+
+    return step
+
+
+def mm(device: torch.device) -> Callable[[], None]:
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randn(512, 512, generator=gen).to(device)
+    b = torch.randn(512, 512, generator=gen).to(device)
+    return lambda: torch.mm(a, b)
+
+
+def add(device: torch.device) -> Callable[[], None]:
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randn(1000, generator=gen).to(device)
+    b = torch.randn(1000, generator=gen).to(device)
+    return lambda: torch.add(a, b)
+
+
+WORKLOADS = [
+    Workload("mlp_train", "MLP 784-512-512-10, batch 64, SGD training step", mlp_train, False, 0.8),
+    Workload("conv_train", "conv 3-16-32, relu, maxpool, linear; batch 32, forward+backward", conv_train, False, 0.8),
+    Workload("mlp_infer", "the MLP's batch-1 inference, latency", mlp_infer, True, 1.25),
+    Workload("mm", "mm 512x512 f32", mm, False, 0.8),
+    Workload("add", "add of 1e3 f32", add, False, 0.8),
+]
+assert [w.name for w in WORKLOADS] == WORKLOAD_NAMES, "WORKLOAD_NAMES lists the workloads, for --only"
+
+
+def timed_batch(step: Callable[[], None], device: torch.device, n: int) -> float:
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(n):
+        step()
+    sync(device)
+    return (time.perf_counter() - start) / n
+
+
+def calibrate(step: Callable[[], None], device: torch.device, seconds: float) -> int:
+    """Iterations for a batch of about `seconds` (after a warm-up)."""
+    step()
+    sync(device)
+    n = 1
+    while True:
+        took = timed_batch(step, device, n) * n
+        if took >= seconds / 2 or n >= 1 << 20:
+            return max(1, int(n * seconds / max(took, 1e-9)))
+        n *= 4
+
+
+class OpCounter(TorchDispatchMode):
+    """Counts the ATen operators dispatched with an xdal tensor among their arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Dict[str, int] = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        kwargs = kwargs or {}
+        flat = torch.utils._pytree.tree_leaves((args, kwargs))
+        if any(isinstance(t, torch.Tensor) and t.device.type == "xdal" for t in flat):
+            self.counts[str(func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else func)] += 1
+        return func(*args, **kwargs)
+
+
+def paths(step: Callable[[], None]) -> Dict[str, object]:
+    """Which path one iteration's operators took on xdal."""
+    torch_xdal._C.reset_fallback_counts()
+    counter = OpCounter()
+    with counter:
+        step()
+    torch.xdal.synchronize()
+    fallback = {k: v for k, v in torch_xdal._C.fallback_counts().items() if v}
+    total = sum(counter.counts.values())
+    copied = sum(fallback.values())
+    return {
+        "operators": total,
+        "native": max(total - copied, 0),
+        "copying_fallback": copied,
+        "fallback_operators": dict(sorted(fallback.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def stats(values: List[float]) -> Dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def run(workload: Workload, reps: int, seconds: float) -> Dict[str, object]:
+    steps = {d: workload.make(d) for d in (CPU, XDAL)}
+    n = {d: calibrate(steps[d], d, seconds) for d in (CPU, XDAL)}
+    times: Dict[torch.device, List[float]] = {CPU: [], XDAL: []}
+    for _ in range(reps):
+        for d in (CPU, XDAL):
+            times[d].append(timed_batch(steps[d], d, n[d]))
+    cpu, xdal = stats(times[CPU]), stats(times[XDAL])
+    # Throughput ratio (xdal / CPU), or for a latency xdal's time over the CPU's.
+    ratio = xdal["median"] / cpu["median"] if workload.latency else cpu["median"] / xdal["median"]
+    met = ratio <= workload.target if workload.latency else ratio >= workload.target
+    return {
+        "workload": workload.name, "what": workload.what, "latency": workload.latency,
+        "cpu_s": cpu, "xdal_s": xdal, "iterations_per_batch": {"cpu": n[CPU], "xdal": n[XDAL]},
+        "ratio": ratio, "target": workload.target, "met": met, "paths": paths(steps[XDAL]),
+    }
+
+
+def show(r: Dict[str, object]) -> None:
+    def span(s: Dict[str, float]) -> str:
+        return f"{s['median'] * 1e6:10.1f} us ({s['min'] * 1e6:.1f}..{s['max'] * 1e6:.1f})"
+
+    kind = "xdal/CPU latency" if r["latency"] else "xdal/CPU throughput"
+    goal = f"<= {r['target']}" if r["latency"] else f">= {r['target']}"
+    print(f"{r['workload']:<11} {r['what']}")
+    print(f"    cpu  {span(r['cpu_s'])}   xdal {span(r['xdal_s'])}")
+    print(f"    {kind} {r['ratio']:.2f}x (target {goal}: {'met' if r['met'] else 'NOT met'})")
+    p = r["paths"]
+    top = ", ".join(f"{k} x{v}" for k, v in list(p["fallback_operators"].items())[:6])
+    print(f"    operators per iteration on xdal: {p['operators']} ({p['native']} native, "
+          f"{p['copying_fallback']} copying fallback{': ' + top if top else ''})")
+
+
+def main(args: argparse.Namespace) -> int:
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s); xdal backend "
+          f"{torch_xdal._C.backend_name()}, XDAL_FAKE_WORKERS={os.environ.get('XDAL_FAKE_WORKERS', '(default)')}; "
+          f"median (min..max) of {args.reps} interleaved batches of ~{args.seconds} s")
+    results = []
+    for w in WORKLOADS:
+        if args.only and w.name not in args.only:
+            continue
+        r = run(w, args.reps, args.seconds)
+        show(r)
+        results.append(r)
+    met = sum(1 for r in results if r["met"])
+    print(f"targets met: {met} of {len(results)}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(ARGS))
