@@ -204,7 +204,94 @@ pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
             },
         )?,
     );
+    launch_rates(timing, rows, &native, &stream, function)
+}
+
+/// Empty 1x1x1 launches, n then a synchronize (execution included),
+/// through the C ABI and through the fake's table called directly, on a
+/// quiet process and with busy threads competing for the cores in the same
+/// run (issue 17: CI machines are often loaded, and a launch path that
+/// wakes or waits on other threads suffers most there). ns per launch;
+/// the comparison is the ratio.
+fn launch_rates(
+    timing: &Timing,
+    rows: &mut Vec<Row>,
+    native: &Native,
+    stream: &Stream,
+    function: xdal_function_t,
+) -> Res<()> {
+    let launch = entry!(native.table, launch_kernel);
+    let (s, ns) = (stream.0, native.stream);
+    let busy = 2 * std::thread::available_parallelism().map_or(2, |n| n.get());
+    for (load, threads) in [("quiet", 0), ("with busy threads", busy)] {
+        let _competition = Competition::start(threads);
+        let (front, direct) = timing.measure_pair(
+            |n| {
+                timed(|| {
+                    for _ in 0..n {
+                        check(xdal_launch_kernel(function, ONE, ONE, 0, s, null(), 0), "xdal_launch_kernel")?;
+                    }
+                    stream.sync()
+                })
+            },
+            |n| {
+                timed(|| {
+                    for _ in 0..n {
+                        // SAFETY: as for the enqueue-only row above.
+                        check_raw(unsafe { launch(native.function, ONE, ONE, 0, ns, null(), 0) }, "launch_kernel")?;
+                    }
+                    native.sync()
+                })
+            },
+        )?;
+        let what = if threads == 0 {
+            "empty launch 1x1x1, n then sync, quiet".to_string()
+        } else {
+            format!("empty launch 1x1x1, n then sync, {threads} busy threads")
+        };
+        rows.push(
+            Row::new(GROUP, what, Unit::NsPerOp, &front)
+                .vs(format!("{REFERENCE}, {load}"), &direct)
+                .goal(Goal::RatioAtMost(1.05)),
+        );
+    }
     Ok(())
+}
+
+/// Threads that keep the cores busy (arithmetic, no memory traffic) until
+/// dropped.
+struct Competition {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Competition {
+    fn start(count: usize) -> Competition {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..count)
+            .map(|i| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = i as u64 | 1;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        for _ in 0..1000 {
+                            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                        }
+                    }
+                })
+            })
+            .collect();
+        Competition { stop, threads }
+    }
+}
+
+impl Drop for Competition {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Native {
