@@ -41,8 +41,7 @@ pub fn freeze(o: &Options) -> Result<(), String> {
         // The headers must describe the library as it is compiled: the
         // baseline's layouts are then the library's too.
         own.findings.extend(compare::compare(&d, &d, o.version, Some(m)).findings);
-        d.required_entries = Some(m.required_entries.clone());
-        d.builtins = Some(m.builtins.iter().map(|b| b.signature()).collect());
+        m.record_in(&mut d);
     }
     if own.count(Kind::Break) > 0 {
         let problems: Vec<&str> = own.messages(Kind::Break).collect();

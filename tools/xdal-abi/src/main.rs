@@ -116,7 +116,14 @@ enum Command {
 }
 
 fn dump(build: &Build, out: Option<&PathBuf>, abidw_out: Option<&PathBuf>) -> Result<(), String> {
-    let d = describe::describe(&build.headers, &build.library)?;
+    let mut d = describe::describe(&build.headers, &build.library)?;
+    if let Some(failure) = &d.probe_failure {
+        return Err(failure.clone());
+    }
+    // What `freeze --manifest` would record beside it.
+    if let Some(m) = build.manifest()? {
+        m.record_in(&mut d);
+    }
     match out {
         Some(path) => std::fs::write(path, d.to_json()).map_err(|e| format!("cannot write {}: {e}", path.display()))?,
         None => print!("{}", d.to_json()),

@@ -62,6 +62,13 @@ impl Manifest {
         Ok(m)
     }
 
+    /// Records in `d` what a baseline keeps of the manifest: the required
+    /// entries and the catalogue (one `name(sizes)` per kernel).
+    pub fn record_in(&self, d: &mut crate::model::Description) {
+        d.required_entries = Some(self.required_entries.clone());
+        d.builtins = Some(self.builtins.iter().map(BuiltinKernel::signature).collect());
+    }
+
     /// The layout of the type called `name`.
     pub fn layout(&self, name: &str) -> Option<&Layout> {
         self.layouts.iter().find(|l| l.name == name)

@@ -209,3 +209,83 @@ fn soname_and_versions() {
     has_break(&r, "ABI version went backwards: baseline 1.3 is ABI 1.3, the headers say 1.0");
     has_break(&r, "library version went backwards");
 }
+
+/// The manifest a library built from BASE would print: the front requires
+/// `alloc`, two built-ins, BASE's layouts.
+fn manifest() -> crate::manifest::Manifest {
+    crate::manifest::Manifest::from_json(
+        r#"{"format": "xdal-abi-manifest/1", "abi_version": [1, 0], "required_entries": ["alloc"],
+            "builtins": [{"name": "fill_f32", "arg_sizes": [8, 8, 4]}, {"name": "add_f32", "arg_sizes": [8, 8, 8, 8]}],
+            "layouts": [
+              {"name": "xdal_props", "size": 24, "align": 8, "fields": [
+                {"name": "struct_size", "offset": 0, "size": 8}, {"name": "a", "offset": 8, "size": 4},
+                {"name": "b", "offset": 16, "size": 8}]},
+              {"name": "xdal_dim3", "size": 8, "align": 4, "fields": [
+                {"name": "x", "offset": 0, "size": 4}, {"name": "y", "offset": 4, "size": 4}]},
+              {"name": "xdal_table", "size": 32, "align": 8, "fields": [
+                {"name": "struct_size", "offset": 0, "size": 8}, {"name": "name", "offset": 8, "size": 8},
+                {"name": "alloc", "offset": 16, "size": 8}, {"name": "copy", "offset": 24, "size": 8}]}
+            ]}"#,
+    )
+    .unwrap()
+}
+
+/// BASE frozen with the manifest, as `freeze --manifest` records it.
+fn frozen() -> Description {
+    let mut base = describe(BASE);
+    manifest().record_in(&mut base);
+    base
+}
+
+#[test]
+fn the_manifest_of_an_unchanged_build_has_no_findings() {
+    let r = compare(&frozen(), &describe(BASE), "1.0", Some(&manifest()));
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+    assert!(consistency(&describe(BASE), Some(&manifest())).findings.is_empty());
+}
+
+#[test]
+fn an_entry_the_front_newly_requires_is_a_break() {
+    let mut m = manifest();
+    m.required_entries.push("copy".into());
+    has_break(
+        &compare(&frozen(), &describe(BASE), "1.0", Some(&m)),
+        "the front now requires backend-table entry `copy`",
+    );
+    // A baseline without a recorded set: its headers' Required marks stand for it.
+    has_break(&compare(&describe(BASE), &describe(BASE), "1.0", Some(&m)), "requires backend-table entry `copy`");
+    m.required_entries.clear();
+    let r = compare(&frozen(), &describe(BASE), "1.0", Some(&m));
+    assert_eq!(r.count(Kind::Break), 0, "{:#?}", r.findings);
+    assert!(r.messages(Kind::Addition).any(|a| a.contains("`alloc` is no longer required")));
+}
+
+#[test]
+fn built_ins_may_be_added_never_removed_or_resized() {
+    let mut m = manifest();
+    m.builtins.push(crate::model::BuiltinKernel { name: "mul_f32".into(), arg_sizes: vec![8, 8, 8, 8] });
+    let r = compare(&frozen(), &describe(BASE), "1.0", Some(&m));
+    assert_eq!(r.count(Kind::Break), 0, "{:#?}", r.findings);
+    assert!(r.messages(Kind::Addition).any(|a| a.contains("1 built-in kernel(s) added: mul_f32")));
+    m.builtins[0].name = "set_f32".into();
+    m.builtins[1].arg_sizes[3] = 4;
+    let r = compare(&frozen(), &describe(BASE), "1.0", Some(&m));
+    has_break(&r, "built-in kernel `fill_f32` removed (or renamed)");
+    has_break(&r, "built-in kernel `add_f32` takes arguments of [8, 8, 8, 4] bytes, 1.0 of [8, 8, 8, 8]");
+}
+
+#[test]
+fn a_layout_the_headers_do_not_describe_is_named_from_the_library() {
+    let mut m = manifest();
+    let dim3 = m.layouts.iter_mut().find(|l| l.name == "xdal_dim3").unwrap();
+    (dim3.size, dim3.align) = (16, 16);
+    let r = compare(&frozen(), &describe(BASE), "1.0", Some(&m));
+    has_break(&r, "struct `xdal_dim3`: the headers describe 8 bytes aligned to 4, the library lays it out in 16");
+    has_break(&r, "struct `xdal_dim3` as the library lays it out: alignment changed from 4 to 16 bytes");
+    // Headers that do not compile are a break of their own; the layouts
+    // still come from the library.
+    let mut broken = describe(BASE);
+    broken.probe_failure = Some("xdal.h:3: error: field 'grid' has incomplete type".into());
+    has_break(&consistency(&broken, Some(&m)), "the headers do not compile");
+    has_break(&compare(&frozen(), &broken, "1.0", Some(&m)), "`xdal_dim3` as the library lays it out: size changed");
+}
