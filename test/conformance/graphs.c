@@ -5,6 +5,7 @@
    invalidating it; CAPTURE_INVALIDATED after). Generic in the front, so
    every backend runs all of it. */
 #include "harness.h"
+#include "kernels_common.h"
 
 static void fill_host(void *user_data) { atomic_fetch_add((atomic_int *)user_data, 1); }
 
@@ -209,10 +210,8 @@ static void test_fork_and_join(void) {
   size_t count = 0;
   CHECK_OK(xdal_graph_get_node_count(graph, &count));
   CHECK_EQ_U(count, 2);
-  char path[] = "/tmp/xdal_graph_XXXXXX";
-  int fd = mkstemp(path);
-  if (CHECK(fd >= 0)) {
-    close(fd);
+  char path[512];
+  if (temp_file(path, sizeof path, "", 0)) {
     CHECK_OK(xdal_graph_debug_dump(graph, path));
     FILE *f = fopen(path, "r");
     char text[4096] = "";
