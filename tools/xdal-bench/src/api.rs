@@ -31,6 +31,12 @@ fn last_error() -> String {
     unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
 }
 
+/// The name of the backend the library runs on (`xdal_backend_name`).
+pub fn backend_name() -> &'static CStr {
+    // SAFETY: xdal_backend_name never returns NULL; the string is static.
+    unsafe { CStr::from_ptr(xdal_backend_name()) }
+}
+
 /// `Ok` when `status` is `XDAL_SUCCESS`, else the call's name, status and message.
 #[inline]
 pub fn check(status: xdal_status_t, what: &str) -> Res<()> {

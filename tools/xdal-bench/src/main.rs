@@ -87,8 +87,7 @@ fn main() -> ExitCode {
     let info = RunInfo {
         tool: "xdal-bench",
         version: format!("{major}.{minor}.{patch}"),
-        // SAFETY: xdal_backend_name never returns NULL; the string is static.
-        backend: unsafe { CStr::from_ptr(xdal_backend_name()) }.to_string_lossy().into_owned(),
+        backend: api::backend_name().to_string_lossy().into_owned(),
         device: device_name().unwrap_or_else(|e| e),
         mode: if cli.quick { "quick" } else { "full" },
         reps: timing.reps,

@@ -15,7 +15,7 @@ use crate::gate::{gated_calls, Gate};
 use crate::report::{Goal, Row, Unit};
 use crate::stats::{timed, Samples, Timing};
 use cl3::types::{cl_command_queue, cl_context, cl_device_id, cl_kernel, cl_program};
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 use std::time::Instant;
 use xdal::abi::{xdal_function_t, xdal_module_t};
@@ -106,8 +106,7 @@ fn load(source: &str) -> Res<(xdal_module_t, xdal_function_t)> {
 }
 
 pub fn run(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
-    // SAFETY: xdal_backend_name returns a static C string.
-    if unsafe { CStr::from_ptr(xdal_backend_name()) } != c"opencl" {
+    if crate::api::backend_name() != c"opencl" {
         eprint!(" (skipped: XDAL_BACKEND is not opencl)");
         return Ok(());
     }
