@@ -5,8 +5,9 @@
 //! so the numbers are the ones a consumer of these headers gets.
 use crate::scratch::Scratch;
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What to measure.
@@ -73,8 +74,37 @@ fn source(headers: &[String], request: &Request) -> String {
 }
 
 /// The system C compiler: `$CC`, else `cc`.
-pub fn c_compiler() -> String {
+fn c_compiler() -> String {
     std::env::var("CC").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "cc".into())
+}
+
+/// Compiles `source` (C, `name.c`) in `scratch` with the system C compiler
+/// and `flags` (before the source) and `libs` (after it). The inner error:
+/// the compiler refused it, with its messages; the outer: it could not be
+/// run at all.
+pub fn compile(
+    scratch: &Scratch,
+    name: &str,
+    source: &str,
+    flags: &[OsString],
+    libs: &[&str],
+) -> Result<Result<PathBuf, String>, String> {
+    let src = scratch.path().join(format!("{name}.c"));
+    let exe = scratch.path().join(name);
+    std::fs::write(&src, source).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    let cc = c_compiler();
+    let out = Command::new(&cc)
+        .args(flags)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .args(libs)
+        .output()
+        .map_err(|e| format!("cannot run the C compiler `{cc}` (set CC): {e}"))?;
+    if !out.status.success() {
+        return Ok(Err(format!("{cc}: {}", String::from_utf8_lossy(&out.stderr))));
+    }
+    Ok(Ok(exe))
 }
 
 /// Compiles and runs the probe against the headers in `dir`. The inner
@@ -82,22 +112,11 @@ pub fn c_compiler() -> String {
 /// probe could not be made or run at all.
 pub fn measure(dir: &Path, headers: &[String], request: &Request) -> Result<Result<Layouts, String>, String> {
     let scratch = Scratch::new("probe")?;
-    let src = scratch.path().join("probe.c");
-    let exe = scratch.path().join("probe");
-    std::fs::write(&src, source(headers, request)).map_err(|e| format!("cannot write the probe: {e}"))?;
-    let cc = c_compiler();
-    let out = Command::new(&cc)
-        .arg("-std=c11")
-        .arg("-I")
-        .arg(dir)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .map_err(|e| format!("cannot run the C compiler `{cc}` (set CC): {e}"))?;
-    if !out.status.success() {
-        return Ok(Err(format!("the headers do not compile as C11 ({cc}):\n{}", String::from_utf8_lossy(&out.stderr))));
-    }
+    let flags = ["-std=c11".into(), "-I".into(), dir.as_os_str().to_owned()];
+    let exe = match compile(&scratch, "probe", &source(headers, request), &flags, &[])? {
+        Ok(exe) => exe,
+        Err(messages) => return Ok(Err(format!("the headers do not compile as C11, {messages}"))),
+    };
     let run = Command::new(&exe).output().map_err(|e| format!("cannot run the layout probe: {e}"))?;
     if !run.status.success() {
         return Err("the layout probe failed".into());

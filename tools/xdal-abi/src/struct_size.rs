@@ -9,6 +9,7 @@ use crate::baseline::Baseline;
 use crate::compare::Report;
 use crate::model::Description;
 use crate::scratch::Scratch;
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,29 +35,13 @@ fn takers(cur: &Description) -> Vec<&str> {
 /// Runs the probe built against `baseline`'s headers on `library`.
 pub fn check(baseline: &Baseline, cur: &Description, library: &Path, r: &mut Report) -> Result<(), String> {
     let scratch = Scratch::new("struct-size")?;
-    let src = scratch.path().join("struct_size_probe.c");
-    let exe = scratch.path().join("struct_size_probe");
-    std::fs::write(&src, SOURCE).map_err(|e| format!("cannot write the struct_size probe: {e}"))?;
-    let cc = crate::probe::c_compiler();
-    let mut compile = Command::new(&cc);
-    compile.arg("-std=gnu11").arg("-I").arg(baseline.dir.join("include"));
-    for s in cur.structs.iter().filter(|s| s.extensible) {
-        compile.arg(format!("-DXDAL_KNOWN_{}={}", s.name, s.size));
-    }
-    let out = compile
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-ldl")
-        .output()
-        .map_err(|e| format!("cannot run the C compiler `{cc}` (set CC): {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "the struct_size probe does not compile against baseline {}:\n{}",
-            baseline.label,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    let mut flags: Vec<OsString> = vec!["-std=gnu11".into(), "-I".into(), baseline.dir.join("include").into()];
+    flags.extend(
+        cur.structs.iter().filter(|s| s.extensible).map(|s| format!("-DXDAL_KNOWN_{}={}", s.name, s.size).into()),
+    );
+    let exe = crate::probe::compile(&scratch, "struct_size_probe", SOURCE, &flags, &["-ldl"])?.map_err(|messages| {
+        format!("the struct_size probe does not compile against baseline {}: {messages}", baseline.label)
+    })?;
     let library = library.canonicalize().map_err(|e| format!("cannot find {}: {e}", library.display()))?;
     let mut child = Command::new(&exe)
         .arg(&library)
