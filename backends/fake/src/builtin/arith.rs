@@ -84,6 +84,19 @@ pub(crate) trait Arith: Elem {
     fn to_acc(self) -> Self::Acc;
     /// An accumulator value rounded (nearest even) or wrapped back.
     fn from_acc(acc: Self::Acc) -> Self;
+    /// Whether `gemm` does the work (`f32`, `f64`).
+    const GEMM: bool = false;
+    /// `c[m,n] = a[m,k] * b[k,n]`, row-major with row strides `k`, `n` and
+    /// `n`, by an optimised GEMM where the type has one (`GEMM`): false,
+    /// with nothing done, where it has none.
+    ///
+    /// # Safety
+    /// `a`, `b` and `c` valid for `m*k`, `k*n` and `m*n` elements; `c`
+    /// overlaps neither.
+    #[inline(always)]
+    unsafe fn gemm(_a: *const Self, _b: *const Self, _c: *mut Self, _m: usize, _n: usize, _k: usize) -> bool {
+        false
+    }
 }
 
 /// Implements `Arith` for types that are their own accumulator.
@@ -101,8 +114,32 @@ macro_rules! self_arith {
             }
         }
     )*};
+    // With a GEMM of `matrixmultiply` (its `sgemm` or `dgemm`).
+    ($($t:ty => $gemm:path),*) => {$(
+        impl Arith for $t {
+            type Acc = $t;
+            const GEMM: bool = true;
+            #[inline(always)]
+            fn to_acc(self) -> Self::Acc {
+                self
+            }
+            #[inline(always)]
+            fn from_acc(acc: Self::Acc) -> Self {
+                acc
+            }
+            unsafe fn gemm(a: *const Self, b: *const Self, c: *mut Self, m: usize, n: usize, k: usize) -> bool {
+                // Row strides fit isize: each matrix is one allocation.
+                let (k_stride, n_stride) = (k as isize, n as isize);
+                // SAFETY: per the contract; beta 0 writes `c` without
+                // reading it.
+                unsafe { $gemm(m, k, n, 1.0, a, k_stride, 1, b, n_stride, 1, 0.0, c, n_stride, 1) };
+                true
+            }
+        }
+    )*};
 }
-self_arith!(f64, f32, i64, i32, i16, i8, u8);
+self_arith!(f64 => matrixmultiply::dgemm, f32 => matrixmultiply::sgemm);
+self_arith!(i64, i32, i16, i8, u8);
 
 /// Implements `Arith` for the floats narrower than `f32`: they widen to
 /// `f32` exactly and one rounding brings a result back. For a single add or

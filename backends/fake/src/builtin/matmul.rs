@@ -2,20 +2,26 @@
 //! row-major `c[m,n] = a[m,k] * b[k,n]`, accumulated in `T::Acc` (`f32`
 //! for the narrow floats, wrapping for integers, OR of ANDs for bool).
 //!
-//! The rows of `c` are split across blocks. Each block works tile by tile:
-//! `a` and `b` tiles are decoded into accumulator-typed panels that fit in
-//! cache (`KT` x `NT` of `b`, `MS` x `KT` of `a`), and a register-blocked
+//! The rows of `c` are split across blocks. `f32` and `f64` go to
+//! `matrixmultiply`'s GEMM (at the speed of the machine's vector units, as
+//! a BLAS: each element a sum of `k` fused multiply-adds whose grouping is
+//! the library's, so the last bits may differ from a sum in order of `k`,
+//! as cuBLAS's do from a CPU's). The other types work tile by tile: `a` and
+//! `b` tiles are decoded into accumulator-typed panels that fit in cache
+//! (`KT` x `NT` of `b`, `MS` x `KT` of `a`), and a register-blocked
 //! micro-kernel updates `R` x `W` accumulators over a whole panel's depth,
-//! its inner loop running over contiguous panel rows so it vectorises.
-//! Every element of `c` is still summed in order of `k`, so the result does
-//! not depend on tiling or on the grid. `c` must not overlap `a` or `b`
-//! (`XDAL_ERROR_INVALID_VALUE`).
+//! its inner loop running over contiguous panel rows so it vectorises;
+//! their elements are summed in order of `k`. Neither result depends on
+//! the grid. `c` must not overlap `a` or `b` (`XDAL_ERROR_INVALID_VALUE`).
 use super::arith::{Acc, Arith};
 use super::grid::{guard, Args, Block, KernelResult};
 use super::memory::Array;
 use std::ffi::c_void;
 use xdal_abi::{xdal_kernel_context_t, xdal_status, xdal_status_raw};
 
+/// The fewest rows of `c` a block gives to a GEMM call (fewer only where
+/// `c` has fewer).
+const GEMM_ROWS: usize = 64;
 /// Columns of a panel.
 const NT: usize = 256;
 /// Depth of a panel.
@@ -79,11 +85,34 @@ unsafe fn matmul<E: Arith>(ctx: *const xdal_kernel_context_t, args: *const *mut 
         return Err(xdal_status::XDAL_ERROR_INVALID_VALUE);
     }
     // With an odd row length, a packed row may end mid-byte: give blocks
-    // an even number of rows so they never share a byte of `c`.
-    let quantum = if E::DTYPE.is_packed() && ops.n % 2 == 1 { 2 } else { 1 };
+    // an even number of rows so they never share a byte of `c`. A GEMM
+    // packs all of `b` per call: blocks of fewer than `GEMM_ROWS` rows
+    // would spend more on that than on their products, whatever the grid.
+    let quantum = if E::GEMM {
+        GEMM_ROWS
+    } else if E::DTYPE.is_packed() && ops.n % 2 == 1 {
+        2
+    } else {
+        1
+    };
     let rows = block.share(ops.m, quantum);
     if rows.is_empty() || ops.n == 0 {
         return Ok(());
+    }
+    if E::GEMM {
+        let (first_a, first_c) = (rows.start * ops.k, rows.start * ops.n);
+        // SAFETY: this block's rows of `c` (which overlaps neither `a` nor
+        // `b`, checked above) and the rows of `a` they need, inside the
+        // arrays; `b` whole. Nobody else writes them meanwhile.
+        let done = unsafe {
+            let a = ops.a.slice(first_a..first_a + rows.len() * ops.k).as_ptr();
+            let b = ops.b.slice(0..ops.k * ops.n).as_ptr();
+            let c = ops.c.slice_mut(first_c..first_c + rows.len() * ops.n).as_mut_ptr();
+            E::gemm(a, b, c, rows.len(), ops.n, ops.k)
+        };
+        if done {
+            return Ok(());
+        }
     }
     let mut work = Panels::<E::Acc>::new(MS.min(rows.len()), KT.min(ops.k), NT.min(ops.n));
     for i0 in rows.clone().step_by(MS) {

@@ -23,7 +23,7 @@ pub struct Case {
 }
 
 /// What a launch gave: whether it ran (not refused), and every buffer.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     pub ran: bool,
     pub buffers: Vec<Vec<u8>>,

@@ -60,6 +60,56 @@ fn sums_over_a_dimension() {
     report.finish("sums_over_a_dimension");
 }
 
+impl Report {
+    /// `matmul_f32`/`_f64`: the fake runs a GEMM library that groups its
+    /// fused multiply-adds its own way (docs/kernels.md), so each element
+    /// agrees with OpenCL's sum in order of `k` within the rounding of a
+    /// `k`-term dot product, `(k + 2) * eps * sum(|a||b|)`, not to the bit;
+    /// NaNs match NaNs, and everything outside `c` matches to the bit.
+    fn check_gemm(
+        &mut self,
+        b: &Backends,
+        kernel: &str,
+        what: &str,
+        case: &Case,
+        size: usize,
+        shape: (usize, usize, usize),
+    ) {
+        let (m, n, k) = shape;
+        let (fake, opencl) = (b.fake.run(kernel, case), b.opencl.run(kernel, case));
+        let value = |bytes: &[u8]| match size {
+            4 => f64::from(f32::from_bits(le_bits(bytes) as u32)),
+            _ => f64::from_bits(le_bits(bytes)),
+        };
+        let eps = if size == 4 { f64::from(f32::EPSILON) } else { f64::EPSILON };
+        let element = |buffer: &[u8], i: usize| value(&buffer[GUARD + i * size..GUARD + (i + 1) * size]);
+        let (a, bm) = (&case.buffers[0], &case.buffers[1]);
+        let mut outside = opencl.clone();
+        let mut inside = fake.clone();
+        for i in 0..m {
+            for j in 0..n {
+                let at = i * n + j;
+                let (f, o) = (element(&fake.buffers[2], at), element(&opencl.buffers[2], at));
+                let magnitude: f64 = (0..k).map(|l| (element(a, i * k + l) * element(bm, l * n + j)).abs()).sum();
+                let bound = (k as f64 + 2.0) * eps * magnitude;
+                let close = f == o || (f.is_nan() && o.is_nan()) || (f - o).abs() <= bound;
+                if !close {
+                    self.0.push(format!(
+                        "{kernel} ({what}): c[{i},{j}] is {f:e} on the fake, {o:e} on OpenCL (bound {bound:e})"
+                    ));
+                }
+                // Compared: the rest of the buffers must match to the bit.
+                let range = GUARD + at * size..GUARD + (at + 1) * size;
+                outside.buffers[2][range.clone()].fill(0);
+                inside.buffers[2][range].fill(0);
+            }
+        }
+        if inside != outside {
+            self.0.push(format!("{kernel} ({what}): the backends differ outside c's elements"));
+        }
+    }
+}
+
 #[test]
 fn matrix_products() {
     let Some(b) = backends() else { return };
@@ -77,7 +127,11 @@ fn matrix_products() {
             let bm = array(&mut case, t, k * n, &mut rng, mix);
             let c = array(&mut case, t, m * n, &mut rng, mix);
             case.args = vec![a, bm, c, count(m as u64), count(n as u64), count(k as u64)];
-            report.check(b, &name, &format!("{m} x {n} x {k}, {mix:?}"), &case);
+            let what = format!("{m} x {n} x {k}, {mix:?}");
+            match t.name {
+                "f32" | "f64" => report.check_gemm(b, &name, &what, &case, t.bytes(1), (m, n, k)),
+                _ => report.check(b, &name, &what, &case),
+            }
         }
     }
     report.finish("matrix_products");
