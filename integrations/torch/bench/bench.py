@@ -7,8 +7,10 @@ there (xdal: a device synchronize). Prints, per workload, the median time
 per iteration with min..max over the batches, the ratio of xdal's
 throughput to the CPU's (or of latencies, for the inference latency), the
 target and whether it is met, and which path the operators took on xdal:
-native (a kernel of torch_xdal's own, built-in or composite) or the
-copying CPU fallback (operands copied to the host and back).
+native (a kernel of torch_xdal's own, built-in or composite), the
+host-kernel fallback (the CPU kernel enqueued as a host kernel over the
+device memory) or the copying CPU fallback (operands copied to the host
+and back).
 
     python integrations/torch/bench/bench.py [--reps N] [--threads N] [--only NAME ...] [--json FILE]
 
@@ -190,13 +192,17 @@ def paths(step: Callable[[], None]) -> Dict[str, object]:
         step()
     torch.xdal.synchronize()
     fallback = {k: v for k, v in torch_xdal._C.fallback_counts().items() if v}
+    host = {k: v for k, v in torch_xdal._C.host_fallback_counts().items() if v}
     total = sum(counter.counts.values())
-    copied = sum(fallback.values())
+    fell_back = sum(fallback.values())
+    hosted = sum(host.values())
     return {
         "operators": total,
-        "native": max(total - copied, 0),
-        "copying_fallback": copied,
+        "native": max(total - fell_back, 0),
+        "host_kernel_fallback": hosted,
+        "copying_fallback": fell_back - hosted,
         "fallback_operators": dict(sorted(fallback.items(), key=lambda kv: -kv[1])),
+        "host_kernel_operators": dict(sorted(host.items(), key=lambda kv: -kv[1])),
     }
 
 
@@ -232,8 +238,11 @@ def show(r: Dict[str, object]) -> None:
     print(f"    cpu  {span(r['cpu_s'])}   xdal {span(r['xdal_s'])}")
     print(f"    {kind} {r['ratio']:.2f}x (target {goal}: {'met' if r['met'] else 'NOT met'})")
     p = r["paths"]
-    top = ", ".join(f"{k} x{v}" for k, v in list(p["fallback_operators"].items())[:6])
+    hosted = p["host_kernel_operators"]
+    copied = {k: v - hosted.get(k, 0) for k, v in p["fallback_operators"].items() if v > hosted.get(k, 0)}
+    top = ", ".join(f"{k} x{v}" for k, v in list(copied.items())[:6])
     print(f"    operators per iteration on xdal: {p['operators']} ({p['native']} native, "
+          f"{p['host_kernel_fallback']} host-kernel fallback, "
           f"{p['copying_fallback']} copying fallback{': ' + top if top else ''})")
 
 

@@ -22,6 +22,10 @@ std::string last_error_message() {
 void raise(xdal_status_t status, const char* call) {
   std::string msg = std::string("xdal: ") + call + " failed: " + xdal_status_string(status) +
                     " (" + last_error_message() + ")";
+  if (status == XDAL_ERROR_LAUNCH_FAILED) {
+    const std::string why = host_fallback_failure();
+    if (!why.empty()) msg += "; " + why;
+  }
   if (status == XDAL_ERROR_OUT_OF_MEMORY) {
     C10_THROW_ERROR(OutOfMemoryError, msg);
   }

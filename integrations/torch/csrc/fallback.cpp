@@ -284,6 +284,8 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   if (device && device->index() >= 0) g.reset_device(*device);
   if (device && writes_shared_memory(op, *stack, base)) {
     run_on_host_mirrors(op, stack, base, *device);
+  } else if (device && run_as_host_kernel(op, stack, base, *device)) {
+    // Enqueued on the device's current stream, over the device memory.
   } else {
     at::native::cpu_fallback(op, stack);
   }
@@ -299,6 +301,10 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
                    at::IntArrayRef output_padding, int64_t groups) {
   count_fallback("aten::convolution_overrideable");
   c10::DeviceGuard g(input.device());
+  static const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution", "");
+  torch::jit::Stack stack{input, weight, bias, stride, padding, dilation, transposed, output_padding, groups};
+  if (run_as_host_kernel(op, &stack, 0, input.device(), "aten::convolution_overrideable"))
+    return stack.at(0).toTensor();
   std::optional<Tensor> b;
   if (bias && bias->defined()) b = bias->cpu();
   Tensor r = at::convolution(input.cpu(), weight.cpu(), b, stride, padding, dilation, transposed, output_padding,
@@ -315,6 +321,14 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_outpu
   c10::DeviceGuard g(input.device());
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
   std::vector<int64_t> bias_sizes{out_channels};
+  static const c10::OperatorHandle op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution_backward", "");
+  torch::jit::Stack stack{grad_output, input, weight,
+                          output_mask[2] ? c10::IValue(bias_sizes) : c10::IValue(),
+                          stride, padding, dilation, transposed, output_padding, groups,
+                          c10::IValue(std::vector<bool>(output_mask.begin(), output_mask.end()))};
+  if (run_as_host_kernel(op, &stack, 0, input.device(), "aten::convolution_backward_overrideable"))
+    return {stack.at(0).toTensor(), stack.at(1).toTensor(), stack.at(2).toTensor()};
   auto [gi, gw, gb] = at::convolution_backward(grad_output.cpu(), input.cpu(), weight.cpu(),
                                                output_mask[2] ? at::OptionalIntArrayRef(bias_sizes) : std::nullopt,
                                                stride, padding, dilation, transposed, output_padding, groups,

@@ -78,7 +78,15 @@ PYBIND11_MODULE(_C, m) {
     for (const auto& [name, n] : fallback_counts()) r[py::str(name)] = n;
     return r;
   });
-  m.def("reset_fallback_counts", [] { reset_fallback_counts(); });
+  m.def("reset_fallback_counts", [] {
+    reset_fallback_counts();
+    reset_host_fallback_counts();
+  });
+  m.def("host_fallback_counts", [] {
+    py::dict r;
+    for (const auto& [name, n] : host_fallback_counts()) r[py::str(name)] = n;
+    return r;
+  });
   m.def("host_kernel_launches", [] { return host_kernel_launches(); });
   m.def("runs_host_kernels", [] { return runs_host_kernels(); });
   m.def("is_pinned_ptr", [](uintptr_t p) { return is_pinned_ptr(reinterpret_cast<const void*>(p)); });

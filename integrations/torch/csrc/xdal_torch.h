@@ -247,6 +247,21 @@ at::Tensor& fill_with(at::Tensor& self, const c10::Scalar& value);
 // for finding the operators worth a native kernel).
 std::vector<std::pair<std::string, int64_t>> fallback_counts();
 void reset_fallback_counts();
+// The copy-free fallback (host_fallback.cpp): on a backend that runs host
+// code, enqueues the operator's CPU kernel as a host kernel over the
+// device memory, its results allocated from the meta kernel's shapes, and
+// replaces the arguments at stack[base..] by the results. False, with the
+// stack untouched, where the operator must take the copying fallback.
+// Counted under `counted_as` if given, else the operator's name.
+bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>* stack, size_t base,
+                        c10::Device device, const char* counted_as = nullptr);
+// How often each operator took that path (a subset of fallback_counts).
+std::vector<std::pair<std::string, int64_t>> host_fallback_counts();
+void reset_host_fallback_counts();
+// Why the first host-kernel fallback that failed did ("" if none has): the
+// stream reports XDAL_ERROR_LAUNCH_FAILED, and this says what the CPU
+// kernel raised.
+std::string host_fallback_failure();
 // Sends to the CPU fallback the functional and in-place variants that
 // PyTorch would otherwise run, for a backend without their kernel, through
 // a generated wrapper around their out= variant. Once, after every static

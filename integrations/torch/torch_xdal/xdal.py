@@ -246,11 +246,20 @@ def is_bf16_supported() -> bool:
 # ---------------------------------------------------------------- introspection
 
 def fallback_counts() -> dict:
-    """How many times each operator ran through the CPU fallback."""
+    """How many times each operator ran through the CPU fallback (either
+    way: as a host kernel or on copies)."""
     return _C.fallback_counts()
 
 
+def host_fallback_counts() -> dict:
+    """How many of those ran their CPU kernel as a host kernel over the
+    device memory, in stream order, without copies (backends that run host
+    code; docs/torch.md says which operators qualify)."""
+    return _C.host_fallback_counts()
+
+
 def reset_fallback_counts() -> None:
+    """Clears both counts."""
     _C.reset_fallback_counts()
 
 

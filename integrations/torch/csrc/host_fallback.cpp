@@ -1,0 +1,524 @@
+// The fallback without copies, on a backend that runs host code: the CPU
+// kernel of an operator without an xdal kernel runs as a host kernel on
+// the operands' stream, over the device memory itself (xdal hands a host
+// kernel usable addresses of its pointer arguments, in protect mode too),
+// asynchronously and in stream order, as a native kernel would. Results
+// are allocated beforehand with the sizes and dtype that the operator's
+// meta kernel gives (which also refuses, on the calling thread, what
+// depends on shapes and types only: the copying fallback then raises the
+// CPU's own error) and the strides the CPU kernel gives them.
+//
+// What the CPU kernel may refuse because of the values it reads (an index
+// out of range, a matrix that is not invertible) would be reported only at
+// the stream's next synchronization, and then stickily, as a GPU's device
+// errors are; and what it refuses for a dtype it does not implement, which
+// a meta kernel does not check, too. So operators go this way only where
+// neither can happen: ATen's operators, xdal operands of float32 or
+// float64, none of integer type (indices, targets, counts), no
+// linear-algebra solver, no random operator, tensors (or nothing) as
+// results, and no out= argument (CPU kernels may resize those their own
+// way). Everything else keeps the copying fallback (fallback.cpp), with
+// its synchronous errors. Nor does a stream that captures a graph take
+// this path (the job is the kernel's, once).
+#include "xdal_torch.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/from_blob.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/util/Exception.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace torch_xdal {
+namespace {
+
+using at::Tensor;
+
+// The most pointer arguments one launch takes (xdal's 4096 bytes of
+// arguments, 8 per pointer, one for the job).
+constexpr size_t kMaxOperands = 4096 / sizeof(void*) - 1;
+
+// An xdal tensor of the operator's arguments, or a result to fill: where
+// it goes in the stack, and its layout over the device memory the kernel
+// is handed.
+struct Operand {
+  size_t slot;           // the argument's (or the result's) place in the stack
+  int64_t element;       // -1: the value itself; else its index in a list
+  c10::ScalarType dtype;
+  std::vector<int64_t> sizes, strides;
+};
+
+// One launch's work, owned by the kernel once launched: the arguments with
+// every xdal tensor left out (they are rebuilt over the addresses the
+// kernel gets), and what to fill.
+struct HostJob {
+  explicit HostJob(const c10::OperatorHandle& handle) : op(handle) {}
+  c10::OperatorHandle op;
+  std::string name;
+  std::vector<c10::IValue> args;
+  std::vector<Operand> inputs;   // pointer arguments 1..n
+  std::vector<Operand> results;  // pointer arguments n+1..: functional results
+};
+
+std::mutex counts_mutex;
+std::unordered_map<std::string, int64_t> counts;
+std::mutex failure_mutex;
+std::string failure;  // the first CPU kernel that failed, and why
+
+Tensor over(void* data, const Operand& o) {
+  const auto options = at::TensorOptions().dtype(o.dtype).device(at::kCPU);
+  // An empty tensor's address may be NULL, or the end of an allocation.
+  int64_t numel = 1;
+  for (int64_t s : o.sizes) numel *= s;
+  if (numel == 0) return at::empty_strided(o.sizes, o.strides, options);
+  return at::from_blob(data, o.sizes, o.strides, options);
+}
+
+void put(std::vector<c10::IValue>& stack, const Operand& o, Tensor t) {
+  c10::IValue& v = stack[o.slot];
+  if (o.element < 0) {
+    v = std::move(t);
+  } else if (v.isTensorList()) {
+    v.toTensorList().set(static_cast<size_t>(o.element), std::move(t));
+  } else {
+    v.toOptionalTensorList().set(static_cast<size_t>(o.element), std::optional<Tensor>(std::move(t)));
+  }
+}
+
+xdal_status_t host_fallback_kernel(const xdal_kernel_context_t*, void* const* args) {
+  std::unique_ptr<HostJob> job(*static_cast<HostJob* const*>(args[0]));
+  try {
+    // The CPU kernel, below autograd (its operands need no gradient), with
+    // its warnings dropped: this thread has no Python to give them to, and
+    // the meta kernel gave those of shapes and types on the caller's.
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    at::init_num_threads();  // the caller's intra-op thread count, not the worker's default
+    struct Quiet : c10::WarningHandler {
+      void process(const c10::Warning&) override {}
+    } quiet;
+    c10::WarningUtils::WarningHandlerGuard warnings(&quiet);
+    size_t arg = 1;
+    for (const Operand& o : job->inputs) put(job->args, o, over(*static_cast<void* const*>(args[arg++]), o));
+    std::vector<c10::IValue> stack = std::move(job->args);
+    job->op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
+    for (const Operand& o : job->results) {
+      Tensor dst = over(*static_cast<void* const*>(args[arg++]), o);
+      const Tensor& src = stack.at(o.slot).toTensor();
+      TORCH_CHECK(src.sizes().equals(dst.sizes()) && src.scalar_type() == dst.scalar_type(),
+                  "the CPU kernel's result (", src.sizes(), ", ", src.scalar_type(),
+                  ") is not what the meta kernel announced (", dst.sizes(), ", ", dst.scalar_type(), ")");
+      dst.copy_(src);
+    }
+    return XDAL_SUCCESS;
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> g(failure_mutex);
+    if (failure.empty()) failure = "the CPU kernel of " + job->name + " failed: " + e.what();
+    return XDAL_ERROR_LAUNCH_FAILED;
+  }
+}
+
+xdal_function_t host_fallback_function() {
+  static xdal_function_t f = [] {
+    xdal_function_t fn = nullptr;
+    const xdal_status_t status = xdal_function_from_host(&fn, &host_fallback_kernel);
+    if (status == XDAL_ERROR_NOT_SUPPORTED) return static_cast<xdal_function_t>(nullptr);
+    TX_CHECK(status);
+    return fn;
+  }();
+  return f;
+}
+
+// Linear-algebra operators whose CPU kernels refuse inputs by their values
+// (singular, not positive definite, not converging).
+bool solves(const std::string& name) {
+  for (const char* prefix : {"aten::linalg_", "aten::_linalg_", "aten::cholesky", "aten::inverse", "aten::lu",
+                             "aten::_lu", "aten::triangular_solve", "aten::lstsq", "aten::geqrf", "aten::ormqr",
+                             "aten::orgqr", "aten::logdet", "aten::det", "aten::slogdet", "aten::binary_cross_entropy"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+bool is_tensor_type(const c10::TypePtr& type) { return type->kind() == c10::TypeKind::TensorType; }
+
+// Whether the operator allows the host-kernel path at all. Random
+// operators (with a generator argument, or drawing from the CPU's default
+// one, as native_dropout does) stay synchronous, in the order of the
+// caller's draws.
+// ATen's operators only: a custom operator's CPU kernel may be Python,
+// which would need the GIL on the backend's worker while the caller holds
+// it waiting for the stream.
+bool allows(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema& schema = op.schema();
+  if (schema.name().rfind("aten::", 0) != 0) return false;
+  if (solves(schema.name()) || op.hasTag(at::Tag::nondeterministic_seeded)) return false;
+  for (const c10::Argument& a : schema.arguments()) {
+    c10::TypePtr type = a.type();
+    if (type->kind() == c10::TypeKind::OptionalType) type = type->castRaw<c10::OptionalType>()->getElementType();
+    if (type->kind() == c10::TypeKind::GeneratorType) return false;
+    if (a.alias_info() && a.alias_info()->isWrite() && a.kwarg_only()) return false;  // out=
+  }
+  for (const c10::Argument& r : schema.returns()) {
+    if (!is_tensor_type(r.type())) return false;
+    if (r.alias_info() && !r.alias_info()->isWrite()) return false;  // a view
+  }
+  return true;
+}
+
+std::vector<int64_t> vec(c10::IntArrayRef a) { return a.vec(); }
+
+// What the meta kernel says of one call: the layout of each result to
+// allocate (undefined: none; an in-place result is its argument), or that
+// the operator must take the copying fallback.
+struct MetaAnswer {
+  bool usable = false;
+  std::vector<std::optional<Operand>> results;
+};
+
+// Meta answers by call signature (operator, operands' layouts, the other
+// arguments' values): a training step asks the same again and again, some
+// meta kernels are Python functions, slower than the CPU kernel they
+// describe, and the CPU's layouts take a run of the CPU kernel. A call whose meta kernel warned is not kept, so that its
+// warnings come every time, as the CPU's would.
+std::mutex meta_mutex;
+std::unordered_map<std::string, std::shared_ptr<const MetaAnswer>> meta_answers;
+constexpr size_t kMaxMetaAnswers = 4096;
+
+// Appends what decides the meta kernel's answer about `v` to `key`; false
+// for a value it cannot describe (the answer is then not kept).
+bool describe(const c10::IValue& v, std::string& key) {
+  auto ints = [&](c10::IntArrayRef a) {
+    for (int64_t x : a) key += std::to_string(x) + ",";
+    key += ";";
+  };
+  auto tensor = [&](const Tensor& t) {
+    if (!t.defined()) {
+      key += "u;";
+      return;
+    }
+    key += "t" + std::to_string(static_cast<int>(t.scalar_type())) + (is_xdal(t) ? "x" : "c");
+    ints(t.sizes());
+    ints(t.strides());
+    key += std::to_string(t.storage_offset()) + ";";
+  };
+  if (v.isTensor()) {
+    tensor(v.toTensor());
+  } else if (v.isTensorList()) {
+    key += "[";
+    for (const Tensor& t : v.toTensorList().vec()) tensor(t);
+    key += "]";
+  } else if (v.isOptionalTensorList()) {
+    key += "[";
+    for (const auto& t : v.toOptionalTensorList().vec()) t ? tensor(*t) : void(key += "n;");
+    key += "]";
+  } else if (v.isNone()) {
+    key += "n;";
+  } else if (v.isInt() || v.isBool()) {
+    key += "i" + std::to_string(v.isInt() ? v.toInt() : int64_t(v.toBool())) + ";";
+  } else if (v.isDouble()) {
+    const double d = v.toDouble();
+    uint64_t bits = 0;
+    std::memcpy(&bits, &d, sizeof bits);
+    key += "d" + std::to_string(bits) + ";";
+  } else if (v.isIntList()) {
+    key += "l";
+    ints(v.toIntList().vec());
+  } else if (v.isBoolList()) {
+    key += "b";
+    for (bool b : v.toBoolList()) key += b ? "1" : "0";
+    key += ";";
+  } else if (v.isString()) {
+    key += "s" + v.toStringRef() + ";";
+  } else if (v.isDevice()) {
+    key += "D" + v.toDevice().str() + ";";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The meta twin of an xdal tensor: the same layout over a meta storage of
+// the same size. Other values as they are.
+c10::IValue meta_twin(const c10::IValue& v) {
+  auto twin = [](const Tensor& t) -> Tensor {
+    if (!t.defined() || !is_xdal(t)) return t;
+    const int64_t storage_elements =
+        static_cast<int64_t>(t.storage().nbytes() / static_cast<size_t>(t.element_size()));
+    return at::empty({storage_elements}, t.options().device(at::kMeta))
+        .as_strided(t.sizes(), t.strides(), t.storage_offset());
+  };
+  if (v.isTensor()) return twin(v.toTensor());
+  if (v.isTensorList()) {
+    c10::List<Tensor> list;
+    for (const Tensor& t : v.toTensorList().vec()) list.push_back(twin(t));
+    return list;
+  }
+  if (v.isOptionalTensorList()) {
+    c10::List<std::optional<Tensor>> list;
+    for (const auto& t : v.toOptionalTensorList().vec()) list.push_back(t ? std::optional(twin(*t)) : t);
+    return list;
+  }
+  return v;
+}
+
+// Some CPU kernels lay their results out otherwise than the meta kernel
+// (replication_pad2d keeps channels_last), and the results must look as
+// the CPU's do. So, once per call signature, the CPU kernel runs on the
+// calling thread over uninitialised host tensors of the operands' layouts
+// (shapes here never depend on values: the meta kernel answered without
+// them), and `answer` takes its results' strides where they are dense.
+// False where the CPU kernel refuses or disagrees with the meta kernel on
+// sizes or dtypes.
+bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, MetaAnswer& answer) {
+  auto dummy = [](const Tensor& t) -> Tensor {
+    if (!t.defined() || !is_xdal(t)) return t;
+    return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+  };
+  std::vector<c10::IValue> stack;
+  stack.reserve(args.size());
+  for (const c10::IValue& v : args) {
+    if (v.isTensor()) {
+      stack.emplace_back(dummy(v.toTensor()));
+    } else if (v.isTensorList()) {
+      c10::List<Tensor> list;
+      for (const Tensor& t : v.toTensorList().vec()) list.push_back(dummy(t));
+      stack.emplace_back(list);
+    } else if (v.isOptionalTensorList()) {
+      c10::List<std::optional<Tensor>> list;
+      for (const auto& t : v.toOptionalTensorList().vec()) list.push_back(t ? std::optional(dummy(*t)) : t);
+      stack.emplace_back(list);
+    } else {
+      stack.push_back(v);
+    }
+  }
+  struct Drop : c10::WarningHandler {
+    void process(const c10::Warning&) override {}
+  } drop;
+  try {
+    c10::WarningUtils::WarningHandlerGuard guard(&drop);
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (stack.size() != answer.results.size()) return false;
+  for (size_t r = 0; r < stack.size(); ++r) {
+    if (!answer.results[r]) continue;
+    Operand& result = *answer.results[r];
+    if (!stack[r].isTensor()) return false;
+    const Tensor& cpu = stack[r].toTensor();
+    if (!cpu.defined() || !cpu.sizes().equals(result.sizes) || cpu.scalar_type() != result.dtype) return false;
+    if (cpu.is_non_overlapping_and_dense()) result.strides = vec(cpu.strides());
+  }
+  return true;
+}
+
+// Runs the meta kernel on twins of `args`. Any failure there (no meta
+// kernel, or a refusal) leaves the operator to the copying fallback, which
+// raises the CPU's own error; the meta kernel's warnings go to `warnings`.
+MetaAnswer ask_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                    std::vector<c10::Warning>& warnings) {
+  const c10::FunctionSchema& schema = op.schema();
+  struct Collect : c10::WarningHandler {
+    std::vector<c10::Warning>* warnings = nullptr;
+    void process(const c10::Warning& w) override { warnings->push_back(w); }
+  } collect;
+  collect.warnings = &warnings;
+  std::vector<c10::IValue> stack;
+  stack.reserve(args.size());
+  for (const c10::IValue& v : args) stack.push_back(meta_twin(v));
+  // Written arguments' twins, and their layout before the meta kernel: an
+  // in-place operator must leave it as it was.
+  struct Written {
+    Tensor meta;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset;
+  };
+  std::vector<Written> written;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+    if (!alias || !alias->isWrite()) continue;
+    auto note = [&](const Tensor& t) {
+      if (t.defined()) written.push_back({t, vec(t.sizes()), vec(t.strides()), t.storage_offset()});
+    };
+    if (stack[i].isTensor()) note(stack[i].toTensor());
+    if (stack[i].isTensorList())
+      for (const Tensor& t : stack[i].toTensorList().vec()) note(t);
+  }
+  MetaAnswer answer;
+  try {
+    c10::WarningUtils::WarningHandlerGuard guard(&collect);
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+  } catch (const std::exception&) {
+    return answer;
+  }
+  for (const Written& w : written)
+    if (!w.meta.sizes().equals(w.sizes) || !w.meta.strides().equals(w.strides) || w.meta.storage_offset() != w.offset)
+      return answer;
+  const auto& returns = schema.returns();
+  if (stack.size() != returns.size()) return answer;
+  answer.results.resize(returns.size());
+  for (size_t r = 0; r < returns.size(); ++r) {
+    if (returns[r].alias_info()) continue;  // an in-place result: the argument itself
+    const Tensor& meta = stack[r].toTensor();
+    if (!meta.defined()) continue;  // not asked for (convolution_backward's output_mask)
+    if (meta.layout() != at::kStrided || !meta.is_meta()) return answer;
+    answer.results[r] = Operand{r, -1, meta.scalar_type(), vec(meta.sizes()), vec(meta.strides())};
+  }
+  answer.usable = take_cpu_layouts(op, args, answer);
+  return answer;
+}
+
+std::shared_ptr<const MetaAnswer> meta_answer(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+  std::string key = op.schema().name() + "." + op.schema().overload_name() + "|";
+  bool keep = true;
+  for (const c10::IValue& v : args) keep = keep && describe(v, key);
+  if (keep) {
+    std::lock_guard<std::mutex> g(meta_mutex);
+    auto it = meta_answers.find(key);
+    if (it != meta_answers.end()) return it->second;
+  }
+  std::vector<c10::Warning> warnings;
+  auto answer = std::make_shared<const MetaAnswer>(ask_meta(op, args, warnings));
+  if (answer->usable)
+    for (const c10::Warning& w : warnings) c10::warn(w);
+  if (keep && warnings.empty()) {
+    std::lock_guard<std::mutex> g(meta_mutex);
+    if (meta_answers.size() >= kMaxMetaAnswers) meta_answers.clear();
+    meta_answers.emplace(std::move(key), answer);
+  }
+  return answer;
+}
+
+}  // namespace
+
+bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>* stack, size_t base,
+                        c10::Device device, const char* counted_as) {
+  if (device.index() < 0 || !host_fallback_function()) return false;
+  if (!allows(op)) return false;
+  const c10::FunctionSchema& schema = op.schema();
+  const size_t n = schema.arguments().size();
+  const std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+
+  // The operands: xdal tensors of float32/float64, strided, on `device`;
+  // CPU tensors only as 0-dimensional scalars read, never written (copied,
+  // so that the caller may change them before the kernel runs).
+  auto job = std::make_unique<HostJob>(op);
+  job->args = originals;
+  std::vector<Tensor> device_inputs;
+  bool eligible = true;
+  auto take = [&](const Tensor& t, size_t slot, int64_t element, bool written) -> Tensor {
+    if (!t.defined()) return t;
+    if (t.layout() != at::kStrided) {
+      eligible = false;
+    } else if (!is_xdal(t)) {
+      if (t.dim() != 0 || t.device().type() != at::kCPU || written) eligible = false;
+      return t.clone();
+    } else if (t.device() != device || (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) ||
+               t.is_conj() || t.is_neg()) {
+      eligible = false;
+    } else {
+      job->inputs.push_back({slot, element, t.scalar_type(), vec(t.sizes()), vec(t.strides())});
+      device_inputs.push_back(t);
+    }
+    return Tensor();  // put back over the device memory by the kernel
+  };
+  for (size_t i = 0; i < n && eligible; ++i) {
+    c10::IValue& v = job->args[i];
+    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+    const bool written = alias && alias->isWrite();
+    if (v.isTensor()) {
+      v = take(v.toTensor(), i, -1, written);
+    } else if (v.isTensorList()) {
+      const std::vector<Tensor> list = v.toTensorList().vec();
+      c10::List<Tensor> host_list;
+      for (size_t j = 0; j < list.size(); ++j) host_list.push_back(take(list[j], i, static_cast<int64_t>(j), written));
+      v = host_list;
+    } else if (v.isOptionalTensorList()) {
+      const auto list = v.toOptionalTensorList().vec();
+      c10::List<std::optional<Tensor>> host_list;
+      for (size_t j = 0; j < list.size(); ++j)
+        host_list.push_back(list[j] ? std::optional(take(*list[j], i, static_cast<int64_t>(j), written)) : list[j]);
+      v = host_list;
+    }
+  }
+  if (!eligible || device_inputs.empty() || device_inputs.size() > kMaxOperands) return false;
+
+  // Not into a capture: the job is the kernel's, once.
+  const c10::Stream stream = current_stream(device.index());
+  xdal_capture_status_t capture = XDAL_CAPTURE_STATUS_NONE;
+  TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &capture, nullptr));
+  if (capture != XDAL_CAPTURE_STATUS_NONE) return false;
+
+  const std::shared_ptr<const MetaAnswer> meta = meta_answer(op, originals);
+  if (!meta->usable) return false;
+  std::vector<Tensor> outputs(meta->results.size());
+  for (const auto& result : meta->results)
+    if (result) job->results.push_back(*result);
+  if (device_inputs.size() + job->results.size() > kMaxOperands) return false;
+  for (const Operand& o : job->results)
+    outputs[o.slot] = at::empty_strided(o.sizes, o.strides, at::TensorOptions().dtype(o.dtype).device(device));
+
+  std::vector<void*> pointers;
+  pointers.reserve(device_inputs.size() + job->results.size());
+  for (const Tensor& t : device_inputs) pointers.push_back(ptr_of(t));
+  for (const Operand& o : job->results) pointers.push_back(ptr_of(outputs[o.slot]));
+  job->name = schema.overload_name().empty() ? schema.name() : schema.name() + "." + schema.overload_name();
+  const std::string name = counted_as ? counted_as : job->name;
+  HostJob* raw = job.get();
+  std::vector<xdal_kernel_arg_t> args;
+  args.reserve(1 + pointers.size());
+  args.push_back({&raw, sizeof raw});
+  for (void*& p : pointers) args.push_back({&p, sizeof p});
+  const xdal_dim3_t one{1, 1, 1};
+  TX_CHECK(xdal_launch_kernel(host_fallback_function(), one, one, 0, native_stream(stream), args.data(), args.size()));
+  job.release();  // the kernel's now
+
+  // The results: in-place ones are their arguments, the others the tensors
+  // the kernel fills.
+  const auto& returns = schema.returns();
+  stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  for (size_t r = 0; r < returns.size(); ++r) {
+    const c10::AliasInfo* alias = returns[r].alias_info();
+    if (!alias) {
+      stack->emplace_back(outputs[r]);
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const c10::AliasInfo* a = schema.arguments()[i].alias_info();
+      if (a && a->isWrite() && a->beforeSets() == alias->beforeSets()) {
+        stack->push_back(originals[i]);
+        break;
+      }
+    }
+  }
+  std::lock_guard<std::mutex> g(counts_mutex);
+  counts[name]++;
+  return true;
+}
+
+std::vector<std::pair<std::string, int64_t>> host_fallback_counts() {
+  std::lock_guard<std::mutex> g(counts_mutex);
+  return {counts.begin(), counts.end()};
+}
+
+void reset_host_fallback_counts() {
+  std::lock_guard<std::mutex> g(counts_mutex);
+  counts.clear();
+}
+
+std::string host_fallback_failure() {
+  std::lock_guard<std::mutex> g(failure_mutex);
+  return failure;
+}
+
+}  // namespace torch_xdal

@@ -1,0 +1,104 @@
+"""The CPU fallback without copies: on a backend that runs host code, an
+operator without an xdal kernel runs its CPU kernel as a host kernel over
+the device memory, in stream order. What it must keep: the CPU's results
+and layouts, the caller's order of random draws, and synchronous errors
+for what depends on values."""
+import pytest
+import torch
+import torch.nn as nn
+
+from conftest import make
+
+pytestmark = pytest.mark.skipif(
+    not torch.xdal.runs_host_kernels(), reason="the backend runs no host code: every fallback copies"
+)
+
+
+def counts():
+    return torch.xdal.fallback_counts(), torch.xdal.host_fallback_counts()
+
+
+def test_a_training_step_runs_its_fallbacks_as_host_kernels_with_the_cpus_results():
+    torch.manual_seed(0)
+    cpu = nn.Sequential(nn.Linear(30, 20), nn.ReLU(), nn.Linear(20, 5), nn.LogSoftmax(dim=1))
+    dev = nn.Sequential(nn.Linear(30, 20), nn.ReLU(), nn.Linear(20, 5), nn.LogSoftmax(dim=1)).to("xdal")
+    dev.load_state_dict(cpu.state_dict())
+    x = make((8, 30), torch.float32)
+    torch.xdal.reset_fallback_counts()
+    for model, inp in ((cpu, x), (dev, x.to("xdal"))):
+        model(inp).sum().backward()
+    fell_back, hosted = counts()
+    for op in ("aten::addmm", "aten::relu", "aten::threshold_backward", "aten::_log_softmax"):
+        assert hosted.get(op, 0) >= 1 and hosted[op] == fell_back[op], (op, fell_back, hosted)
+    for a, b in zip(cpu.parameters(), dev.parameters()):
+        torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_in_place_results_are_the_argument_itself():
+    x = make((4, 5), torch.float64)
+    d = x.to("xdal")
+    torch.xdal.reset_fallback_counts()
+    r = torch.relu_(d)
+    assert r is d
+    assert torch.xdal.host_fallback_counts().get("aten::relu_", 0) == 1
+    assert torch.equal(d.cpu(), torch.relu(x))
+
+
+def test_results_take_the_layout_of_the_cpu_kernel():
+    x = make((2, 3, 5, 4), torch.float32).contiguous(memory_format=torch.channels_last)
+    ref = nn.functional.pad(x, (1, 2, 0, 1), mode="replicate")
+    got = nn.functional.pad(x.to("xdal"), (1, 2, 0, 1), mode="replicate")
+    assert got.stride() == ref.stride()
+    assert torch.equal(got.cpu(), ref)
+
+
+def test_operands_of_other_types_keep_the_copying_fallback():
+    x = make((6,), torch.int32)
+    torch.xdal.reset_fallback_counts()
+    torch.cumprod(x.to("xdal"), 0)
+    fell_back, hosted = counts()
+    assert fell_back.get("aten::cumprod", 0) == 1 and "aten::cumprod" not in hosted
+
+
+def test_errors_that_depend_on_values_stay_synchronous_and_leave_the_device_usable():
+    logits = make((3, 4), torch.float32).to("xdal")
+    with pytest.raises((IndexError, RuntimeError), match="out of bounds|out of range"):
+        nn.functional.nll_loss(logits, torch.tensor([0, 7, 1], device="xdal"))
+    with pytest.raises((IndexError, RuntimeError), match="out of range"):
+        torch.index_select(logits, 0, torch.tensor([5], device="xdal"))
+    torch.xdal.synchronize()
+    assert torch.equal(torch.relu(logits).cpu(), torch.relu(logits.cpu()))
+
+
+def test_random_operators_keep_the_callers_order_of_draws():
+    torch.xdal.reset_fallback_counts()
+    torch.manual_seed(4)
+    a = nn.functional.dropout(torch.ones(64, device="xdal"), 0.5).cpu()
+    torch.manual_seed(4)
+    b = nn.functional.dropout(torch.ones(64, device="xdal"), 0.5).cpu()
+    assert torch.equal(a, b)
+    assert not any("dropout" in op for op in torch.xdal.host_fallback_counts())
+
+
+def test_shape_errors_are_the_cpus_raised_at_the_call():
+    a = make((3, 4), torch.float32)
+    b = make((5, 6), torch.float32)
+    with pytest.raises(RuntimeError) as cpu_error:
+        torch.addmm(a, a, b)
+    with pytest.raises(RuntimeError) as xdal_error:
+        torch.addmm(a.to("xdal"), a.to("xdal"), b.to("xdal"))
+    assert str(xdal_error.value) == str(cpu_error.value)
+
+
+def test_a_fallback_queued_behind_work_runs_after_it_in_stream_order():
+    # The host kernel reads what the native kernels before it wrote, with
+    # nothing synchronized between them.
+    x = make((256, 256), torch.float32)
+    d = x.to("xdal")
+    for _ in range(3):
+        d = d @ d.t() / 256 + 1  # native: matmul, mul, add
+        x = x @ x.t() / 256 + 1
+    torch.xdal.reset_fallback_counts()
+    got = torch.tanh(torch.erfinv(torch.sigmoid(d) * 0.5))  # erfinv: a fallback
+    assert torch.xdal.host_fallback_counts().get("aten::erfinv", 0) == 1
+    torch.testing.assert_close(got.cpu(), torch.tanh(torch.erfinv(torch.sigmoid(x) * 0.5)), rtol=1e-4, atol=1e-5)
