@@ -68,6 +68,9 @@ struct HostJob {
   std::vector<c10::IValue> args;
   std::vector<Operand> inputs;   // pointer arguments 1..n
   std::vector<Operand> results;  // pointer arguments n+1..: functional results
+  // The operator's out= variant, where it writes the results in place
+  // (else the results are copied from the CPU kernel's own).
+  std::optional<c10::OperatorHandle> out_op;
 };
 
 std::mutex counts_mutex;
@@ -110,6 +113,11 @@ xdal_status_t host_fallback_kernel(const xdal_kernel_context_t*, void* const* ar
     size_t arg = 1;
     for (const Operand& o : job->inputs) put(job->args, o, over(*static_cast<void* const*>(args[arg++]), o));
     std::vector<c10::IValue> stack = std::move(job->args);
+    if (job->out_op) {
+      for (const Operand& o : job->results) stack.emplace_back(over(*static_cast<void* const*>(args[arg++]), o));
+      job->out_op->redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
+      return XDAL_SUCCESS;
+    }
     job->op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
     for (const Operand& o : job->results) {
       Tensor dst = over(*static_cast<void* const*>(args[arg++]), o);
@@ -182,6 +190,7 @@ std::vector<int64_t> vec(c10::IntArrayRef a) { return a.vec(); }
 struct MetaAnswer {
   bool usable = false;
   std::vector<std::optional<Operand>> results;
+  std::optional<c10::OperatorHandle> out_op;  // see in_place_out_variant
 };
 
 // Meta answers by call signature (operator, operands' layouts, the other
@@ -278,7 +287,9 @@ c10::IValue meta_twin(const c10::IValue& v) {
 // them), and `answer` takes its results' strides where they are dense.
 // False where the CPU kernel refuses or disagrees with the meta kernel on
 // sizes or dtypes.
-bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, MetaAnswer& answer) {
+// `args` with every xdal tensor replaced by an uninitialised host tensor
+// of its layout.
+std::vector<c10::IValue> host_dummies(const std::vector<c10::IValue>& args) {
   auto dummy = [](const Tensor& t) -> Tensor {
     if (!t.defined() || !is_xdal(t)) return t;
     return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
@@ -300,6 +311,12 @@ bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IVal
       stack.push_back(v);
     }
   }
+  return stack;
+}
+
+// Runs `op`'s CPU kernel on `stack` on the calling thread, its warnings
+// dropped; false if it raised.
+bool run_cpu_quietly(const c10::OperatorHandle& op, std::vector<c10::IValue>& stack) {
   struct Drop : c10::WarningHandler {
     void process(const c10::Warning&) override {}
   } drop;
@@ -310,6 +327,60 @@ bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IVal
   } catch (const std::exception&) {
     return false;
   }
+  return true;
+}
+
+// The out= variant of a functional operator whose every result `answer`
+// allocates, if it takes the same arguments and then one out= tensor per
+// result, and writes them in place: checked by running it here on
+// `args`' dummies into results of the answer's layouts, which must keep
+// their memory and layout (mse_loss's out= kernel resizes its out first,
+// which memory over the device's could not do).
+std::optional<c10::OperatorHandle> in_place_out_variant(const c10::OperatorHandle& op,
+                                                        const std::vector<c10::IValue>& args,
+                                                        const MetaAnswer& answer) {
+  const c10::FunctionSchema& schema = op.schema();
+  for (const auto& result : answer.results)
+    if (!result) return std::nullopt;
+  const std::string overload = schema.overload_name();
+  for (const std::string& name : {overload.empty() ? std::string("out") : overload + "_out", std::string("out")}) {
+    const auto out_op = c10::Dispatcher::singleton().findOp({schema.name(), name});
+    if (!out_op) continue;
+    const auto& out_args = out_op->schema().arguments();
+    if (out_args.size() != args.size() + answer.results.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < out_args.size() && same; ++i) {
+      if (i < args.size()) {
+        same = out_args[i].name() == schema.arguments()[i].name() &&
+               out_args[i].type()->str() == schema.arguments()[i].type()->str();
+      } else {
+        same = out_args[i].kwarg_only() && out_args[i].alias_info() && out_args[i].alias_info()->isWrite() &&
+               is_tensor_type(out_args[i].type());
+      }
+    }
+    if (!same) continue;
+    std::vector<c10::IValue> stack = host_dummies(args);
+    std::vector<Tensor> outs;
+    for (const auto& result : answer.results) {
+      outs.push_back(at::empty_strided(result->sizes, result->strides,
+                                       at::TensorOptions().dtype(result->dtype).device(at::kCPU)));
+      stack.emplace_back(outs.back());
+    }
+    std::vector<std::pair<const void*, std::vector<int64_t>>> before;
+    for (const Tensor& t : outs) before.emplace_back(t.data_ptr(), vec(t.strides()));
+    if (!run_cpu_quietly(*out_op, stack)) return std::nullopt;
+    for (size_t r = 0; r < outs.size(); ++r)
+      if (outs[r].data_ptr() != before[r].first || !outs[r].strides().equals(before[r].second) ||
+          !outs[r].sizes().equals(answer.results[r]->sizes))
+        return std::nullopt;
+    return out_op;
+  }
+  return std::nullopt;
+}
+
+bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, MetaAnswer& answer) {
+  std::vector<c10::IValue> stack = host_dummies(args);
+  if (!run_cpu_quietly(op, stack)) return false;
   if (stack.size() != answer.results.size()) return false;
   for (size_t r = 0; r < stack.size(); ++r) {
     if (!answer.results[r]) continue;
@@ -319,6 +390,7 @@ bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IVal
     if (!cpu.defined() || !cpu.sizes().equals(result.sizes) || cpu.scalar_type() != result.dtype) return false;
     if (cpu.is_non_overlapping_and_dense()) result.strides = vec(cpu.strides());
   }
+  answer.out_op = in_place_out_variant(op, args, answer);
   return true;
 }
 
@@ -464,6 +536,7 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   std::vector<Tensor> outputs(meta->results.size());
   for (const auto& result : meta->results)
     if (result) job->results.push_back(*result);
+  job->out_op = meta->out_op;
   if (device_inputs.size() + job->results.size() > kMaxOperands) return false;
   for (const Operand& o : job->results)
     outputs[o.slot] = at::empty_strided(o.sizes, o.strides, at::TensorOptions().dtype(o.dtype).device(device));

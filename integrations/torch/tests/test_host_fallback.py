@@ -102,3 +102,16 @@ def test_a_fallback_queued_behind_work_runs_after_it_in_stream_order():
     got = torch.tanh(torch.erfinv(torch.sigmoid(d) * 0.5))  # erfinv: a fallback
     assert torch.xdal.host_fallback_counts().get("aten::erfinv", 0) == 1
     torch.testing.assert_close(got.cpu(), torch.tanh(torch.erfinv(torch.sigmoid(x) * 0.5)), rtol=1e-4, atol=1e-5)
+
+
+def test_results_written_in_place_by_out_variants_or_copied_when_those_resize():
+    # addmm.out writes its result in place; mse_loss.out resizes its out
+    # first, so mse_loss's result is the CPU kernel's own, copied.
+    a, b, c = make((4, 6), torch.float32), make((6, 3), torch.float32), make((4, 3), torch.float32)
+    torch.xdal.reset_fallback_counts()
+    got = torch.addmm(c.to("xdal"), a.to("xdal"), b.to("xdal"), beta=0.5, alpha=2)
+    loss = nn.functional.mse_loss(a.to("xdal"), a.to("xdal") * 0.5)
+    hosted = torch.xdal.host_fallback_counts()
+    assert hosted.get("aten::addmm", 0) == 1 and hosted.get("aten::mse_loss", 0) == 1, hosted
+    assert torch.equal(got.cpu(), torch.addmm(c, a, b, beta=0.5, alpha=2))
+    assert torch.equal(loss.cpu(), nn.functional.mse_loss(a, a * 0.5))
