@@ -268,6 +268,18 @@ impl<'a> ArgReader<'a> {
     }
 }
 
+/// How a refusal names a pointer argument: "add_f32's argument 2 (out)".
+struct ArgumentName<'a> {
+    kernel: &'a str,
+    reach: &'a Reach,
+}
+
+impl std::fmt::Display for ArgumentName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}'s argument {} ({})", self.kernel, self.reach.index, self.reach.role)
+    }
+}
+
 /// Refuses a launch of `builtin` whose pointer arguments reach memory
 /// other than live allocations of `device`. `classify` is the copies'
 /// check of a range (it refuses a range that runs past its allocation or
@@ -276,14 +288,16 @@ pub(crate) fn check_reaches(
     builtin: &BuiltinArgs,
     args: &[xdal_kernel_arg_t],
     device: std::ffi::c_int,
-    classify: impl Fn(usize, usize, &str) -> XResult<crate::registry::MemoryType>,
+    classify: impl Fn(usize, usize, &dyn std::fmt::Display) -> XResult<crate::registry::MemoryType>,
 ) -> XResult<()> {
     use crate::registry::MemoryType;
     for reach in builtin.reaches(args)? {
         if reach.bytes == 0 {
             continue;
         }
-        let what = format!("{}'s argument {} ({})", builtin.name, reach.index, reach.role);
+        // Formatted only into a refusal: every launch of a built-in
+        // passes here.
+        let what = ArgumentName { kernel: &builtin.name, reach: &reach };
         if reach.addr == 0 {
             bail!(
                 XDAL_ERROR_INVALID_POINTER,

@@ -16,7 +16,12 @@ use xdal_abi::*;
 
 /// Classifies `[addr, addr + bytes)`, refusing ranges that run past their
 /// allocation and device addresses outside any live allocation.
-pub(crate) fn classify(backend: &Backend, addr: usize, bytes: usize, role: &str) -> XResult<MemoryType> {
+pub(crate) fn classify(
+    backend: &Backend,
+    addr: usize,
+    bytes: usize,
+    role: &(impl std::fmt::Display + ?Sized),
+) -> XResult<MemoryType> {
     if let Some([side]) = REGISTRY.cached_sides([addr], bytes) {
         return Ok(side);
     }
