@@ -31,9 +31,8 @@ bool native_operand(const Tensor& x, const Tensor& out) {
   return is_xdal(x) ? x.device() == out.device() && !has_bits(x) : x.dim() == 0;
 }
 
-// Operand x (native_operand) as an xdal tensor of `type` with the sizes and
-// strides of `like`: then element i of each is at the same offset.
-Tensor operand(const Tensor& x, at::ScalarType type, const Tensor& like) {
+// x (native_operand) converted to `type` and laid out as `like`.
+Tensor laid_out(const Tensor& x, at::ScalarType type, const Tensor& like) {
   Tensor t = x;
   if (!is_xdal(t)) {
     t = at::empty({}, like.options().dtype(type));
@@ -46,6 +45,18 @@ Tensor operand(const Tensor& x, at::ScalarType type, const Tensor& like) {
     t = laid;
   }
   return t;
+}
+
+// Operand x (native_operand) as an xdal tensor of `type` with the sizes and
+// strides of `like`: then element i of each is at the same offset. x
+// itself where it is one already (no copy of the handle: copying a tensor
+// that Python holds takes the GIL to count the reference), else one made
+// in `made`.
+const Tensor& operand(const Tensor& x, at::ScalarType type, const Tensor& like, Tensor& made) {
+  if (is_xdal(x) && x.scalar_type() == type && x.sizes().equals(like.sizes()) && x.strides().equals(like.strides()))
+    return x;
+  made = laid_out(x, type, like);
+  return made;
 }
 
 // The strides PyTorch's TensorIterator gives the result of an elementwise
@@ -75,24 +86,39 @@ std::vector<int64_t> elementwise_result_strides(const Tensor& a, const Tensor& b
 // out= of the wrong shape) takes TensorIterator's strides; one of the right
 // shape keeps its own. The kernel runs over the elements in memory order
 // of operands laid out as the result.
-bool binary_native(const char* op, const Tensor& self, const Tensor& other, const Tensor& out,
+//
+// An undefined `out` asks for a new result, allocated here with
+// TensorIterator's strides (a functional call: nothing to resize).
+bool binary_native(const char* op, const Tensor& self, const Tensor& other, Tensor& out,
                    const at::Scalar* scale = nullptr) {
-  if (!is_xdal(out) || has_bits(out)) return false;
-  check_write_overlap(out, {self, other});
   const at::ScalarType type = at::result_type(self, other);
-  if (!native_arith_type(type) || out.scalar_type() != type) return false;
-  if (!native_operand(self, out) || !native_operand(other, out)) return false;
-  std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
-  c10::DeviceGuard g(out.device());
-  if (at::native::resize_output(out, shape)) {
-    const std::vector<int64_t> strides = elementwise_result_strides(self, other, type, shape);
-    if (!out.strides().equals(strides)) out.as_strided_(shape, strides);
+  if (!native_arith_type(type)) return false;
+  if (!out.defined()) {
+    const Tensor& on = is_xdal(self) ? self : other;
+    if (!native_operand(self, on) || !native_operand(other, on)) return false;
+    const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
+    out = at::empty_strided(shape, elementwise_result_strides(self, other, type, shape),
+                            at::TensorOptions().dtype(type).device(on.device()));
+  } else {
+    if (!is_xdal(out) || has_bits(out)) return false;
+    check_write_overlap(out, {self, other});
+    if (out.scalar_type() != type) return false;
+    if (!native_operand(self, out) || !native_operand(other, out)) return false;
+    const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
+    c10::DeviceGuard resize_on(out.device());
+    if (at::native::resize_output(out, shape)) {
+      const std::vector<int64_t> strides = elementwise_result_strides(self, other, type, shape);
+      if (!out.strides().equals(strides)) out.as_strided_(shape, strides);
+    }
   }
+  const c10::IntArrayRef shape = out.sizes();
+  c10::DeviceGuard g(out.device());
   const int64_t n = out.numel();
   if (n == 0) return true;
   Tensor o = out.is_non_overlapping_and_dense() ? out : at::empty(shape, out.options().memory_format(at::MemoryFormat::Contiguous));
-  const Tensor a = operand(self, type, o);
-  const Tensor b = operand(other, type, o);
+  Tensor made_a, made_b;
+  const Tensor& a = operand(self, type, o, made_a);
+  const Tensor& b = operand(other, type, o, made_b);
   // xdal accepts out == a or out == b, no other overlap.
   auto aliases_ok = [&](const Tensor& x) { return ptr_of(x) == ptr_of(o) || !ranges_overlap(o, x); };
   if (!aliases_ok(a) || !aliases_ok(b)) {
@@ -123,19 +149,14 @@ bool alpha_is_one(const at::Scalar& alpha) {
   return false;
 }
 
-Tensor new_result(const Tensor& self, const Tensor& other) {
-  const at::Device device = is_xdal(self) ? self.device() : other.device();
-  return at::empty({0}, at::TensorOptions().dtype(at::result_type(self, other)).device(device));
-}
-
 // a + alpha * b: add_<t> when alpha is 1, else axpby_<t>.
-bool add_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out) {
+bool add_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
   return alpha_is_one(alpha) ? binary_native("add", self, other, out) : binary_native("add", self, other, out, &alpha);
 }
 
 // a - alpha * b as a + (-alpha) * b (exact: negation); PyTorch refuses
 // sub on bool, so bool is left to the fallback, which raises its error.
-bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, const Tensor& out) {
+bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
   if (at::result_type(self, other) == at::kBool) return false;
   const at::Scalar minus = -alpha;
   return binary_native("sub", self, other, out, &minus);
@@ -146,7 +167,7 @@ bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha
 namespace ops {
 
 Tensor add(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
-  Tensor out = new_result(self, other);
+  Tensor out;  // binary_native allocates it
   if (add_native(self, other, alpha, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::add_Tensor>::call(self, other, alpha);
 }
@@ -162,7 +183,7 @@ Tensor& add_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha
 }
 
 Tensor sub(const Tensor& self, const Tensor& other, const at::Scalar& alpha) {
-  Tensor out = new_result(self, other);
+  Tensor out;  // binary_native allocates it
   if (sub_native(self, other, alpha, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::sub_Tensor>::call(self, other, alpha);
 }
@@ -178,7 +199,7 @@ Tensor& sub_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha
 }
 
 Tensor mul(const Tensor& self, const Tensor& other) {
-  Tensor out = new_result(self, other);
+  Tensor out;  // binary_native allocates it
   if (binary_native("mul", self, other, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul_Tensor>::call(self, other);
 }

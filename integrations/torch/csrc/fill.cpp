@@ -21,7 +21,36 @@ namespace torch_xdal {
 
 using at::Tensor;
 
+namespace {
+
+template <typename T>
+ScalarBytes bytes_of(T value) {
+  ScalarBytes r;
+  r.size = sizeof(T);
+  std::memcpy(r.bytes, &value, sizeof(T));
+  return r;
+}
+
+}  // namespace
+
 ScalarBytes scalar_bytes(const at::Scalar& value, at::ScalarType type) {
+  // A real scalar as fill_ converts it (Scalar::to, which refuses what
+  // overflows), without a CPU tensor: every native add and mul asks.
+  if (!value.isComplex()) {
+    switch (type) {
+      case at::kDouble: return bytes_of(value.to<double>());
+      case at::kFloat: return bytes_of(value.to<float>());
+      case at::kHalf: return bytes_of(value.to<c10::Half>());
+      case at::kBFloat16: return bytes_of(value.to<c10::BFloat16>());
+      case at::kLong: return bytes_of(value.to<int64_t>());
+      case at::kInt: return bytes_of(value.to<int32_t>());
+      case at::kShort: return bytes_of(value.to<int16_t>());
+      case at::kChar: return bytes_of(value.to<int8_t>());
+      case at::kByte: return bytes_of(value.to<uint8_t>());
+      case at::kBool: return bytes_of(value.to<bool>());
+      default: break;
+    }
+  }
   ScalarBytes r;
   Tensor v = at::scalar_tensor(value, at::TensorOptions().dtype(type));
   r.size = v.element_size();
