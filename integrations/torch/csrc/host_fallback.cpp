@@ -106,6 +106,7 @@ xdal_status_t host_fallback_kernel(const xdal_kernel_context_t*, void* const* ar
     // the meta kernel gave those of shapes and types on the caller's.
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::init_num_threads();  // the caller's intra-op thread count, not the worker's default
+    HostScratchScope scratch;
     struct Quiet : c10::WarningHandler {
       void process(const c10::Warning&) override {}
     } quiet;
@@ -141,6 +142,7 @@ xdal_function_t host_fallback_function() {
     const xdal_status_t status = xdal_function_from_host(&fn, &host_fallback_kernel);
     if (status == XDAL_ERROR_NOT_SUPPORTED) return static_cast<xdal_function_t>(nullptr);
     TX_CHECK(status);
+    install_host_scratch_allocator();
     return fn;
   }();
   return f;

@@ -258,6 +258,21 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
 // How often each operator took that path (a subset of fallback_counts).
 std::vector<std::pair<std::string, int64_t>> host_fallback_counts();
 void reset_host_fallback_counts();
+// While alive on a thread, the CPU kernels it runs take temporaries of
+// 64 KiB and more from host_scratch.cpp's cache (host kernels only).
+class HostScratchScope {
+ public:
+  HostScratchScope();
+  ~HostScratchScope();
+  HostScratchScope(const HostScratchScope&) = delete;
+  HostScratchScope& operator=(const HostScratchScope&) = delete;
+
+ private:
+  bool was_;
+};
+// Wraps the process's CPU allocator with that cache, once (before the
+// first host-kernel fallback).
+void install_host_scratch_allocator();
 // Why the first host-kernel fallback that failed did ("" if none has): the
 // stream reports XDAL_ERROR_LAUNCH_FAILED, and this says what the CPU
 // kernel raised.

@@ -115,3 +115,24 @@ def test_results_written_in_place_by_out_variants_or_copied_when_those_resize():
     assert hosted.get("aten::addmm", 0) == 1 and hosted.get("aten::mse_loss", 0) == 1, hosted
     assert torch.equal(got.cpu(), torch.addmm(c, a, b, beta=0.5, alpha=2))
     assert torch.equal(loss.cpu(), nn.functional.mse_loss(a, a * 0.5))
+
+
+def test_convolutions_run_as_host_kernels_with_the_cpus_results_step_after_step():
+    # oneDNN's temporaries come from the host kernels' scratch cache, which
+    # hands the same blocks out again on every step.
+    torch.manual_seed(1)
+    cpu = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 8 * 8, 4))
+    dev = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 8 * 8, 4))
+    dev = dev.to("xdal")
+    dev.load_state_dict(cpu.state_dict())
+    x = make((16, 3, 16, 16), torch.float32)
+    torch.xdal.reset_fallback_counts()
+    for step in range(3):
+        for model, inp in ((cpu, x), (dev, x.to("xdal"))):
+            model.zero_grad()
+            model(inp).square().sum().backward()
+        for a, b in zip(cpu.parameters(), dev.parameters()):
+            torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-4, atol=1e-5, msg=f"step {step}")
+    hosted = torch.xdal.host_fallback_counts()
+    assert hosted.get("aten::convolution_overrideable") == 3, hosted
+    assert hosted.get("aten::convolution_backward_overrideable") == 3, hosted
