@@ -32,13 +32,9 @@ namespace {
 
 using at::Tensor;
 
-std::mutex counts_mutex;
-std::unordered_map<std::string, int64_t> counts;
+OperatorCounts counts;
 
-void count_fallback(const std::string& name) {
-  std::lock_guard<std::mutex> g(counts_mutex);
-  counts[name]++;
-}
+void count_fallback(const std::string& name) { counts.add(name); }
 
 void for_each_tensor(const c10::IValue& v, const std::function<void(const Tensor&)>& f) {
   if (v.isTensor()) {
@@ -339,15 +335,9 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_outpu
 
 }  // namespace ops
 
-std::vector<std::pair<std::string, int64_t>> fallback_counts() {
-  std::lock_guard<std::mutex> g(counts_mutex);
-  return {counts.begin(), counts.end()};
-}
+std::vector<std::pair<std::string, int64_t>> fallback_counts() { return counts.snapshot(); }
 
-void reset_fallback_counts() {
-  std::lock_guard<std::mutex> g(counts_mutex);
-  counts.clear();
-}
+void reset_fallback_counts() { counts.clear(); }
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&ops::cpu_fallback>());

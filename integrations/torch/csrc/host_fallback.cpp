@@ -73,8 +73,7 @@ struct HostJob {
   std::optional<c10::OperatorHandle> out_op;
 };
 
-std::mutex counts_mutex;
-std::unordered_map<std::string, int64_t> counts;
+OperatorCounts counts;
 std::mutex failure_mutex;
 std::string failure;  // the first CPU kernel that failed, and why
 
@@ -576,20 +575,13 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
       }
     }
   }
-  std::lock_guard<std::mutex> g(counts_mutex);
-  counts[name]++;
+  counts.add(name);
   return true;
 }
 
-std::vector<std::pair<std::string, int64_t>> host_fallback_counts() {
-  std::lock_guard<std::mutex> g(counts_mutex);
-  return {counts.begin(), counts.end()};
-}
+std::vector<std::pair<std::string, int64_t>> host_fallback_counts() { return counts.snapshot(); }
 
-void reset_host_fallback_counts() {
-  std::lock_guard<std::mutex> g(counts_mutex);
-  counts.clear();
-}
+void reset_host_fallback_counts() { counts.clear(); }
 
 std::string host_fallback_failure() {
   std::lock_guard<std::mutex> g(failure_mutex);

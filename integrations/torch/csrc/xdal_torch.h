@@ -43,6 +43,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -241,6 +242,28 @@ ScalarBytes scalar_bytes(const c10::Scalar& value, c10::ScalarType type);
 // Fills an xdal tensor of any layout and type with `value` on the current
 // stream of its device.
 at::Tensor& fill_with(at::Tensor& self, const c10::Scalar& value);
+
+// How often each operator took a path, for tests and the bench; safe
+// from any thread.
+class OperatorCounts {
+ public:
+  void add(const std::string& name) {
+    std::lock_guard<std::mutex> g(mutex_);
+    counts_[name]++;
+  }
+  std::vector<std::pair<std::string, int64_t>> snapshot() const {
+    std::lock_guard<std::mutex> g(mutex_);
+    return {counts_.begin(), counts_.end()};
+  }
+  void clear() {
+    std::lock_guard<std::mutex> g(mutex_);
+    counts_.clear();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, int64_t> counts_;
+};
 
 // ---- the CPU fallback (fallback.cpp) ----
 // How often each operator went through the CPU fallback (for tests and

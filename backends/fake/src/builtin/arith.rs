@@ -99,11 +99,20 @@ pub(crate) trait Arith: Elem {
     }
 }
 
-/// Implements `Arith` for types that are their own accumulator.
+/// `true`, for a type that names a GEMM (the repetition needs the name).
+macro_rules! has_gemm {
+    ($gemm:path) => {
+        true
+    };
+}
+
+/// Implements `Arith` for types that are their own accumulator, with a
+/// GEMM of `matrixmultiply` (its `sgemm` or `dgemm`) where one is named.
 macro_rules! self_arith {
-    ($($t:ty),*) => {$(
+    ($($t:ty $(=> $gemm:path)?),*) => {$(
         impl Arith for $t {
             type Acc = $t;
+            $(const GEMM: bool = has_gemm!($gemm);)?
             #[inline(always)]
             fn to_acc(self) -> Self::Acc {
                 self
@@ -112,21 +121,7 @@ macro_rules! self_arith {
             fn from_acc(acc: Self::Acc) -> Self {
                 acc
             }
-        }
-    )*};
-    // With a GEMM of `matrixmultiply` (its `sgemm` or `dgemm`).
-    ($($t:ty => $gemm:path),*) => {$(
-        impl Arith for $t {
-            type Acc = $t;
-            const GEMM: bool = true;
-            #[inline(always)]
-            fn to_acc(self) -> Self::Acc {
-                self
-            }
-            #[inline(always)]
-            fn from_acc(acc: Self::Acc) -> Self {
-                acc
-            }
+            $(
             unsafe fn gemm(a: *const Self, b: *const Self, c: *mut Self, m: usize, n: usize, k: usize) -> bool {
                 // Row strides fit isize: each matrix is one allocation.
                 let (k_stride, n_stride) = (k as isize, n as isize);
@@ -135,11 +130,11 @@ macro_rules! self_arith {
                 unsafe { $gemm(m, k, n, 1.0, a, k_stride, 1, b, n_stride, 1, 0.0, c, n_stride, 1) };
                 true
             }
+            )?
         }
     )*};
 }
-self_arith!(f64 => matrixmultiply::dgemm, f32 => matrixmultiply::sgemm);
-self_arith!(i64, i32, i16, i8, u8);
+self_arith!(f64 => matrixmultiply::dgemm, f32 => matrixmultiply::sgemm, i64, i32, i16, i8, u8);
 
 /// Implements `Arith` for the floats narrower than `f32`: they widen to
 /// `f32` exactly and one rounding brings a result back. For a single add or
