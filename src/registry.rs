@@ -71,9 +71,17 @@ pub(crate) struct Registry {
     /// rebalancing a tree twice. A tombstone never overlaps a live entry:
     /// inserting removes the tombstones it covers.
     map: RwLock<Maps>,
-    /// Bumped by every insert and remove: a thread's cached answers are
-    /// valid while it has not moved.
-    generation: AtomicU64,
+    /// What a thread's cached answers are checked against, each counter
+    /// bumped under the write lock. A remove changes only the answers about
+    /// the allocation it removes: it bumps the counter of that allocation's
+    /// bucket (by base), and a cached answer about a live allocation holds
+    /// while its bucket's counter has not moved. An insert changes only
+    /// answers about addresses outside every allocation (it may cover
+    /// them): it bumps `inserts`, which those answers are checked against.
+    /// So a thread that allocates and frees as it launches (torch_xdal's
+    /// results) keeps its answers about the other operands.
+    removals: [AtomicU64; REMOVAL_BUCKETS],
+    inserts: AtomicU64,
     /// Tombstones in `map`.
     tombstones: AtomicUsize,
 }
@@ -140,6 +148,17 @@ impl Hasher for AddressHasher {
     }
 }
 
+/// Buckets of `Registry::removals`: a remove voids the cached answers
+/// about the allocations of one bucket in this many.
+const REMOVAL_BUCKETS: usize = 64;
+
+/// The bucket of the allocation at `base`.
+#[inline]
+fn removal_bucket(base: usize) -> usize {
+    // Bases are at least 256-byte aligned; the product's top bits mix them.
+    ((base as u64 >> 8).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize
+}
+
 /// Tombstones beyond this many (plus the live count) are swept at once.
 const TOMBSTONE_SLACK: usize = 1024;
 
@@ -162,23 +181,42 @@ struct Recent {
     /// The memory type, packed: a device index, or one of the negative
     /// codes below.
     memory: c_int,
+    /// What the answer holds while: the removal bucket of its allocation,
+    /// or `OUTSIDE` for an address outside every allocation (checked
+    /// against `inserts`); and that counter's value when it was given.
+    bucket: usize,
+    stamp: u64,
 }
 
+/// `Recent::bucket` of an answer about an address outside every
+/// allocation.
+const OUTSIDE: usize = usize::MAX;
+
 /// An entry no address is in.
-const EMPTY: Recent = Recent { lo: 0, len: 0, bound: 0, memory: Recent::UNREGISTERED };
+const EMPTY: Recent = Recent { lo: 0, len: 0, bound: 0, memory: Recent::UNREGISTERED, bucket: OUTSIDE, stamp: 0 };
 
 impl Recent {
     const UNREGISTERED: c_int = -1;
     const HOST: c_int = -2;
 
-    fn of(place: Place, lo: usize, len: usize) -> Recent {
+    fn of(place: Place, lo: usize, len: usize, (bucket, stamp): (usize, u64)) -> Recent {
         let (bound, memory) = match place {
             Place::Allocated(Allocation { memory: MemoryType::Device(device), .. }) => (len, device),
             Place::Allocated(_) => (len, Self::HOST),
             Place::Unregistered => (usize::MAX, Self::UNREGISTERED),
             Place::Freed(_) => (0, Self::UNREGISTERED),
         };
-        Recent { lo, len, bound, memory }
+        Recent { lo, len, bound, memory, bucket, stamp }
+    }
+
+    /// Whether the answer still holds in `registry` (the one it came from).
+    #[inline]
+    fn holds(self, registry: &Registry) -> bool {
+        let counter = match self.bucket {
+            OUTSIDE => &registry.inserts,
+            bucket => &registry.removals[bucket],
+        };
+        counter.load(Ordering::Acquire) == self.stamp
     }
 
     #[inline]
@@ -191,11 +229,10 @@ impl Recent {
     }
 }
 
-/// Each thread's last few answers, all given while the registry at
-/// `key.0` was at generation `key.1`: any change to the registry voids
-/// them at once.
+/// Each thread's last few answers, all given by the registry at `key`,
+/// each valid while `Recent::holds`.
 struct RecentPlaces {
-    key: Cell<(usize, u64)>,
+    key: Cell<usize>,
     entries: [Cell<Recent>; RECENT],
     /// The full answer of each entry, for `place`.
     places: [Cell<Place>; RECENT],
@@ -205,10 +242,10 @@ struct RecentPlaces {
 thread_local! {
     /// A copy loop over the same buffers then costs one atomic load and a
     /// few compares per side, not a locked tree search and a backend call.
-    /// No registry is ever at generation u64::MAX: the entries start void.
+    /// No registry is at address 0: the entries start void.
     static RECENT_PLACES: RecentPlaces = const {
         RecentPlaces {
-            key: Cell::new((0, u64::MAX)),
+            key: Cell::new(0),
             entries: [const { Cell::new(EMPTY) }; RECENT],
             places: [const { Cell::new(Place::Unregistered) }; RECENT],
             next: Cell::new(0),
@@ -220,7 +257,8 @@ impl Registry {
     pub fn new() -> Registry {
         Registry {
             map: RwLock::new(Maps { by_base: HashMap::default(), ranges: BTreeMap::new() }),
-            generation: AtomicU64::new(0),
+            removals: [const { AtomicU64::new(0) }; REMOVAL_BUCKETS],
+            inserts: AtomicU64::new(0),
             tombstones: AtomicUsize::new(0),
         }
     }
@@ -233,7 +271,7 @@ impl Registry {
                 // The block a pool took back, handed out again: one flip.
                 entry.allocation = Some(allocation);
                 self.tombstones.fetch_sub(1, Ordering::Relaxed);
-                self.generation.fetch_add(1, Ordering::Release);
+                self.inserts.fetch_add(1, Ordering::Release);
                 return;
             }
         }
@@ -255,7 +293,7 @@ impl Registry {
         }
         maps.by_base.insert(base, Entry { allocation: Some(allocation), size });
         maps.ranges.insert(base, size);
-        self.generation.fetch_add(1, Ordering::Release);
+        self.inserts.fetch_add(1, Ordering::Release);
     }
 
     /// Removes the allocation that starts exactly at `base` if `wanted`
@@ -273,7 +311,7 @@ impl Registry {
             ranges.retain(|b, _| by_base.contains_key(b));
             self.tombstones.store(0, Ordering::Relaxed);
         }
-        self.generation.fetch_add(1, Ordering::Release);
+        self.removals[removal_bucket(base)].fetch_add(1, Ordering::Release);
         Some(allocation)
     }
 
@@ -284,12 +322,13 @@ impl Registry {
         let key = self.key();
         let hit = RECENT_PLACES.with(|recent| {
             let i = (recent.key.get() == key).then(|| Self::recent_index(recent, addr)).flatten()?;
-            Some(recent.places[i].get())
+            recent.entries[i].get().holds(self).then(|| recent.places[i].get())
         });
         if let Some(place) = hit {
             return place;
         }
-        let (place, lo, hi) = match self.find(addr) {
+        let (found, validity) = self.find_with_validity(addr);
+        let (place, lo, hi) = match found {
             Some(a) => (Place::Allocated(a), a.base, a.base + a.size),
             None => (probe(addr).map_or(Place::Unregistered, Place::Freed), addr, addr + 1),
         };
@@ -298,16 +337,16 @@ impl Registry {
                 recent.entries.iter().for_each(|entry| entry.set(EMPTY));
             }
             let i = recent.next.replace((recent.next.get() + 1) % RECENT);
-            recent.entries[i].set(Recent::of(place, lo, hi - lo));
+            recent.entries[i].set(Recent::of(place, lo, hi - lo, validity));
             recent.places[i].set(place);
         });
         place
     }
 
-    /// This registry and its generation: what cached answers are valid for.
+    /// This registry: whose answers a thread's cache holds.
     #[inline]
-    fn key(&self) -> (usize, u64) {
-        (self as *const Registry as usize, self.generation.load(Ordering::Acquire))
+    fn key(&self) -> usize {
+        self as *const Registry as usize
     }
 
     /// The entry of `recent` that covers `addr`.
@@ -335,15 +374,18 @@ impl Registry {
             }
             let mut sides = [MemoryType::Unregistered; N];
             for (side, &addr) in sides.iter_mut().zip(&addrs) {
-                *side = Self::cached_side_in(recent, addr, bytes)?;
+                *side = self.cached_side_in(recent, addr, bytes)?;
             }
             Some(sides)
         })
     }
 
     #[inline]
-    fn cached_side_in(recent: &RecentPlaces, addr: usize, bytes: usize) -> Option<MemoryType> {
+    fn cached_side_in(&self, recent: &RecentPlaces, addr: usize, bytes: usize) -> Option<MemoryType> {
         let entry = recent.entries[Self::recent_index(recent, addr)?].get();
+        if !entry.holds(self) {
+            return None;
+        }
         // `bound - offset` cannot overflow: a live allocation's bound is its
         // length, host memory's is unbounded, and freed memory's entry is
         // one byte wide (offset 0). `bytes - 1`: an empty range is never
@@ -354,12 +396,27 @@ impl Registry {
     /// The allocation that contains `addr`, interior addresses included.
     #[inline]
     pub fn find(&self, addr: usize) -> Option<Allocation> {
+        let maps = self.map.read().ignore_poison();
+        Self::find_in(&maps, addr)
+    }
+
+    fn find_in(maps: &Maps, addr: usize) -> Option<Allocation> {
         // The nearest entry at or below `addr` decides: live entries do not
         // overlap, and no tombstone lies inside a live allocation.
-        let maps = self.map.read().ignore_poison();
         let (base, _) = maps.ranges.range(..=addr).next_back()?;
         let allocation = maps.by_base.get(base)?.allocation?;
         (addr - allocation.base < allocation.size).then_some(allocation)
+    }
+
+    /// `find`, and what the answer holds while (`Recent::bucket`, `stamp`),
+    /// read under the same lock as the answer: a change that comes after
+    /// it moves the counter read here.
+    fn find_with_validity(&self, addr: usize) -> (Option<Allocation>, (usize, u64)) {
+        let maps = self.map.read().ignore_poison();
+        let found = Self::find_in(&maps, addr);
+        let bucket = found.map_or(OUTSIDE, |a| removal_bucket(a.base));
+        let counter = if bucket == OUTSIDE { &self.inserts } else { &self.removals[bucket] };
+        (found, (bucket, counter.load(Ordering::Acquire)))
     }
 }
 
@@ -403,6 +460,43 @@ mod tests {
     }
 
     #[test]
+    fn changes_void_only_the_cached_answers_they_change() {
+        let registry = Registry::new();
+        let cached = |addr| registry.cached_sides([addr], 1).map(|[side]| side);
+        // Two allocations in different removal buckets.
+        let first = 0x10_0000;
+        let second = (1..).map(|i| first + i * 0x1000).find(|&b| removal_bucket(b) != removal_bucket(first)).unwrap();
+        for base in [first, second] {
+            registry.insert(Allocation { base, size: 256, memory: MemoryType::Device(0) });
+            registry.place(base + 8, |_| None);
+        }
+        registry.place(0x9000_0000, |_| None);
+        assert_eq!(cached(first + 8), Some(MemoryType::Device(0)));
+        assert_eq!(cached(0x9000_0000), Some(MemoryType::Unregistered));
+        // An insert may cover an address outside every allocation, never a
+        // live allocation.
+        registry.insert(Allocation { base: 0x20_0000, size: 256, memory: MemoryType::Device(0) });
+        assert_eq!(cached(first + 8), Some(MemoryType::Device(0)), "an insert changes no live allocation's answer");
+        assert_eq!(cached(0x9000_0000), None, "an insert voids answers outside every allocation");
+        registry.place(0x9000_0000, |_| None);
+        registry.insert(Allocation { base: 0x9000_0000, size: 16, memory: MemoryType::Host });
+        assert!(matches!(registry.place(0x9000_0000, |_| None), Place::Allocated(a) if a.memory == MemoryType::Host));
+        // A remove voids the answers about its allocation, not the others'
+        // (the cache keeps the last four answers: both asked again).
+        registry.place(first + 8, |_| None);
+        registry.place(second + 8, |_| None);
+        assert!(registry.remove_if(second, |_| true).is_some());
+        assert_eq!(cached(second + 8), None, "the freed allocation's answer is void");
+        assert_eq!(cached(first + 8), Some(MemoryType::Device(0)), "another bucket's answer holds");
+        assert!(matches!(registry.place(second + 8, |_| Some(0)), Place::Freed(0)), "and the next look sees it freed");
+        // Freed, then handed out again at the same base: seen as live again.
+        registry.insert(Allocation { base: second, size: 256, memory: MemoryType::Device(1) });
+        assert!(
+            matches!(registry.place(second + 8, |_| None), Place::Allocated(a) if a.memory == MemoryType::Device(1))
+        );
+    }
+
+    #[test]
     fn cached_sides_answer_only_what_fits() {
         let registry = Registry::new();
         let cached_sides_one = |addr, bytes| registry.cached_sides([addr], bytes).map(|[side]| side);
@@ -432,8 +526,10 @@ mod tests {
             "both sides of a copy at once"
         );
         assert_eq!(registry.cached_sides([1010, 7000], 8), None, "no answer unless both sides have one");
-        // Any change to the registry invalidates every answer.
+        // A remove voids the answers about what it removed.
+        registry.place(2010, |_| None);
+        assert_eq!(cached_sides_one(2050, 8), Some(MemoryType::Host));
         assert!(registry.remove_if(2000, |_| true).is_some());
-        assert_eq!(cached_sides_one(1050, 8), None);
+        assert_eq!(cached_sides_one(2050, 8), None);
     }
 }
