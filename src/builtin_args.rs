@@ -107,7 +107,7 @@ impl BuiltinArgs {
     /// counts whose bytes do not fit the address space, are
     /// `XDAL_ERROR_INVALID_VALUE` (checked here rather than left to the
     /// backend, so that a captured launch is refused at capture time).
-    pub fn reaches(&self, args: &[xdal_kernel_arg_t]) -> XResult<Vec<Reach>> {
+    pub fn reaches(&self, args: &[xdal_kernel_arg_t]) -> XResult<Reaches> {
         let scalar = self.bits.1.div_ceil(8) as usize;
         let Some(values) = ArgReader::new(self.family, scalar, args) else {
             let expected = ArgReader::layout(self.family, scalar);
@@ -128,34 +128,37 @@ impl BuiltinArgs {
         };
         let n = |index| Some(values.word(index));
         Ok(match self.family {
-            Family::Fill => vec![array(0, "dst", n(1), d)?],
+            Family::Fill => Reaches::of([array(0, "dst", n(1), d)?]),
             Family::Binary | Family::Axpby => {
-                vec![array(0, "a", n(3), s)?, array(1, "b", n(3), s)?, array(2, "out", n(3), d)?]
+                Reaches::of([array(0, "a", n(3), s)?, array(1, "b", n(3), s)?, array(2, "out", n(3), d)?])
             }
-            Family::Sum => vec![array(0, "x", n(2), s)?, array(1, "out", Some(1), d)?],
+            Family::Sum => Reaches::of([array(0, "x", n(2), s)?, array(1, "out", Some(1), d)?]),
             Family::Matmul => {
                 let (m, n, k) = (values.word(3), values.word(4), values.word(5));
-                vec![
+                Reaches::of([
                     array(0, "a", m.checked_mul(k), s)?,
                     array(1, "b", k.checked_mul(n), s)?,
                     array(2, "c", m.checked_mul(n), d)?,
-                ]
+                ])
             }
-            Family::Cast => vec![array(0, "src", n(2), s)?, array(1, "dst", n(2), d)?],
+            Family::Cast => Reaches::of([array(0, "src", n(2), s)?, array(1, "dst", n(2), d)?]),
             Family::SumDim => {
                 let (outer, reduce, inner) = (values.word(2), values.word(3), values.word(4));
                 let x = outer.checked_mul(reduce).and_then(|c| c.checked_mul(inner));
-                vec![array(0, "x", x, s)?, array(1, "out", outer.checked_mul(inner), d)?]
+                Reaches::of([array(0, "x", x, s)?, array(1, "out", outer.checked_mul(inner), d)?])
             }
             Family::Strided => {
                 let walk = Walk::<2>::new(values.word(2), &values.dims(3), [&values.strides(4), &values.strides(5)])
                     .map_err(|why| self.refused(&why))?;
-                vec![self.strided(&values, 0, "src", &walk, 0, s)?, self.strided(&values, 1, "dst", &walk, 1, d)?]
+                Reaches::of([
+                    self.strided(&values, 0, "src", &walk, 0, s)?,
+                    self.strided(&values, 1, "dst", &walk, 1, d)?,
+                ])
             }
             Family::FillStrided => {
                 let walk = Walk::<1>::new(values.word(1), &values.dims(2), [&values.strides(3)])
                     .map_err(|why| self.refused(&why))?;
-                vec![self.strided(&values, 0, "dst", &walk, 0, d)?]
+                Reaches::of([self.strided(&values, 0, "dst", &walk, 0, d)?])
             }
         })
     }
@@ -268,6 +271,39 @@ impl<'a> ArgReader<'a> {
     }
 }
 
+/// The memory ranges of one launch's pointer arguments (a built-in has at
+/// most three), held in place: every launch of a built-in asks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reaches {
+    items: [Reach; 3],
+    len: usize,
+}
+
+impl Reaches {
+    fn of<const N: usize>(list: [Reach; N]) -> Reaches {
+        const { assert!(N <= 3, "a built-in has at most three pointer arguments") };
+        const NONE: Reach = Reach { index: 0, role: "", addr: 0, bytes: 0 };
+        let mut items = [NONE; 3];
+        items[..N].copy_from_slice(&list);
+        Reaches { items, len: N }
+    }
+}
+
+impl std::ops::Deref for Reaches {
+    type Target = [Reach];
+    fn deref(&self) -> &[Reach] {
+        &self.items[..self.len]
+    }
+}
+
+impl IntoIterator for Reaches {
+    type Item = Reach;
+    type IntoIter = std::iter::Take<std::array::IntoIter<Reach, 3>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.into_iter().take(self.len)
+    }
+}
+
 /// How a refusal names a pointer argument: "add_f32's argument 2 (out)".
 struct ArgumentName<'a> {
     kernel: &'a str,
@@ -362,7 +398,7 @@ mod tests {
         let value = 0u8;
         let fill = BuiltinArgs::of("fill_i4").unwrap();
         let reach = fill.reaches(&[arg(&p), arg(&n), arg(&value)]).unwrap();
-        assert_eq!(reach, [Reach { index: 0, role: "dst", addr: 0x1000, bytes: 5 }], "ten nibbles in five bytes");
+        assert_eq!(*reach, [Reach { index: 0, role: "dst", addr: 0x1000, bytes: 5 }], "ten nibbles in five bytes");
         let cast = BuiltinArgs::of("cast_f64_f16").unwrap();
         let reach = cast.reaches(&[arg(&p), arg(&q), arg(&n)]).unwrap();
         assert_eq!((reach[0].bytes, reach[1].bytes), (80, 20));
