@@ -14,10 +14,11 @@
 // errors are; and what it refuses for a dtype it does not implement, which
 // a meta kernel does not check, too. So operators go this way only where
 // neither can happen: ATen's operators, xdal operands of float32 or
-// float64, none of integer type (indices, targets, counts), no
-// linear-algebra solver, no random operator, tensors (or nothing) as
-// results, and no out= argument (CPU kernels may resize those their own
-// way). Everything else keeps the copying fallback (fallback.cpp), with
+// float64, none of integer type (indices, targets, counts), no operator
+// that checks values (linear algebra, binary_cross_entropy, histograms,
+// assertions), no random operator, tensor results or written arguments
+// (an operator with neither runs for its checks), and no out= argument
+// (CPU kernels may resize those their own way). Everything else keeps the copying fallback (fallback.cpp), with
 // its synchronous errors. Nor does a stream that captures a graph take
 // this path (the job is the kernel's, once).
 #include "host_fallback.h"
@@ -140,12 +141,15 @@ xdal_function_t host_fallback_function() {
   return f;
 }
 
-// Linear-algebra operators whose CPU kernels refuse inputs by their values
-// (singular, not positive definite, not converging).
-bool solves(const std::string& name) {
+// Floating-point operators whose CPU kernels refuse inputs by their
+// values: linear algebra (singular, not positive definite, not
+// converging), binary_cross_entropy (outside [0, 1]), histograms (a range
+// that is not finite), assertions.
+bool checks_values(const std::string& name) {
   for (const char* prefix : {"aten::linalg_", "aten::_linalg_", "aten::cholesky", "aten::inverse", "aten::lu",
                              "aten::_lu", "aten::triangular_solve", "aten::lstsq", "aten::geqrf", "aten::ormqr",
-                             "aten::orgqr", "aten::logdet", "aten::det", "aten::slogdet", "aten::binary_cross_entropy"})
+                             "aten::orgqr", "aten::logdet", "aten::det", "aten::slogdet", "aten::binary_cross_entropy",
+                             "aten::histc", "aten::histogram", "aten::_assert"})
     if (name.rfind(prefix, 0) == 0) return true;
   return false;
 }
@@ -160,20 +164,24 @@ bool solves(const std::string& name) {
 bool allows(const c10::OperatorHandle& op) {
   const c10::FunctionSchema& schema = op.schema();
   if (schema.name().rfind("aten::", 0) != 0) return false;
-  if (solves(schema.name()) || op.hasTag(at::Tag::nondeterministic_seeded)) return false;
+  if (checks_values(schema.name()) || op.hasTag(at::Tag::nondeterministic_seeded)) return false;
+  bool writes = !schema.returns().empty();
   for (const c10::Argument& a : schema.arguments()) {
     c10::TypePtr type = a.type();
     if (type->kind() == c10::TypeKind::OptionalType) type = type->castRaw<c10::OptionalType>()->getElementType();
     if (type->kind() == c10::TypeKind::GeneratorType) return false;
     if (a.alias_info() && a.alias_info()->isWrite() && a.kwarg_only()) return false;  // out=
+    writes = writes || (a.alias_info() && a.alias_info()->isWrite());
   }
+  // An operator that neither returns nor writes anything runs for its
+  // checks (or other side effects): those belong to the call.
+  if (!writes) return false;
   for (const c10::Argument& r : schema.returns()) {
     if (!is_tensor_type(r.type())) return false;
     if (r.alias_info() && !r.alias_info()->isWrite()) return false;  // a view
   }
   return true;
 }
-
 
 }  // namespace
 

@@ -136,3 +136,19 @@ def test_convolutions_run_as_host_kernels_with_the_cpus_results_step_after_step(
     hosted = torch.xdal.host_fallback_counts()
     assert hosted.get("aten::convolution_overrideable") == 3, hosted
     assert hosted.get("aten::convolution_backward_overrideable") == 3, hosted
+
+
+def test_assertions_and_value_checks_stay_at_the_call():
+    # Operators that only check (no result, nothing written) and float
+    # operators that refuse values keep the CPU's synchronous errors, and
+    # the stream stays usable after them.
+    zero = torch.zeros((), device="xdal")
+    with pytest.raises(RuntimeError):
+        torch._assert_async(zero)
+    with pytest.raises(RuntimeError, match="between 0 and 1"):
+        nn.functional.binary_cross_entropy(torch.full((3,), 2.0, device="xdal"), torch.ones(3, device="xdal"))
+    with pytest.raises(RuntimeError, match="not finite"):
+        torch.histc(torch.tensor([1.0, float("inf")], device="xdal"))
+    torch.xdal.synchronize()
+    x = make((5,), torch.float32)
+    assert torch.equal(torch.sigmoid(x.to("xdal")).cpu(), torch.sigmoid(x))
