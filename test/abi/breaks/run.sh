@@ -145,7 +145,9 @@ for variant in "$@"; do
     continue
   fi
   echo "ok   $variant ($outcome, $((SECONDS - t0)) s): $description"
-  grep -E '^  (BREAK|added)' "$work/check.log" | sed 's/^  /       /' | head -12
+  # One process, reading to the end: `| head` would close the pipe while
+  # sed still writes, and pipefail would end the run on its SIGPIPE.
+  awk '/^  (BREAK|added)/ && shown++ < 12 { sub(/^  /, "       "); print }' "$work/check.log"
 done
 echo "$# variant(s), $failures failure(s), $((SECONDS - start)) s"
 [ $failures -eq 0 ]
