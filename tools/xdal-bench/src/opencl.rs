@@ -46,9 +46,9 @@ impl Direct {
         // commands on both sides.
         let properties =
             [cl3::command_queue::CL_QUEUE_PROPERTIES as u64, cl3::command_queue::CL_QUEUE_PROFILING_ENABLE, 0];
-        // SAFETY: a live context and one of its devices; a zero-terminated
-        // property list.
         let queue = cl(
+            // SAFETY: a live context and one of its devices; a
+            // zero-terminated property list.
             unsafe { cl3::command_queue::create_command_queue_with_properties(context, device, properties.as_ptr()) },
             "clCreateCommandQueueWithProperties",
         )?;
@@ -163,8 +163,8 @@ fn fills(timing: &Timing, rows: &mut Vec<Row>, direct: &Direct) -> Res<()> {
     let xdal_fill = || check(xdal_memset_async(mem.ptr, 1, 64, stream.0), "xdal_memset_async");
     let direct_fill = || {
         let pattern = 1u8;
-        // SAFETY: 64 bytes of SVM memory of the queue's context.
         let event = cl(
+            // SAFETY: 64 bytes of SVM memory of the queue's context.
             unsafe {
                 cl3::command_queue::enqueue_svm_mem_fill(
                     direct.queue,
@@ -238,8 +238,8 @@ struct UserGate(cl3::types::cl_event);
 impl UserGate {
     fn new(direct: &Direct) -> Res<UserGate> {
         let gate = UserGate(cl(cl3::event::create_user_event(direct.context), "clCreateUserEvent")?);
-        // SAFETY: a live queue; the wait list holds one live user event.
         let barrier = cl(
+            // SAFETY: a live queue; the wait list holds one live user event.
             unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(direct.queue, 1, &gate.0) },
             "clEnqueueBarrierWithWaitList",
         )?;
