@@ -16,11 +16,7 @@
 #include <ATen/ops/sub.h>
 #include <c10/core/DeviceGuard.h>
 
-#include <array>
-#include <atomic>
-#include <algorithm>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace torch_xdal {
@@ -61,22 +57,6 @@ const Tensor& operand(const Tensor& x, at::ScalarType type, const Tensor& like, 
     return x;
   made = laid_out(x, type, like);
   return made;
-}
-
-// The built-in `<family>_<type>` (family add, mul or axpby), looked up
-// in the module once per pair: every native add and mul asks.
-xdal_function_t binary_builtin(const char* family, at::ScalarType type) {
-  static std::array<std::array<std::atomic<xdal_function_t>, size_t(at::ScalarType::NumOptions)>, 3> cache{};
-  static constexpr std::array<std::string_view, 3> families = {"add", "mul", "axpby"};
-  const size_t row = size_t(std::find(families.begin(), families.end(), family) - families.begin());
-  TORCH_INTERNAL_ASSERT(row < families.size(), "no cached built-in family ", family);
-  std::atomic<xdal_function_t>& slot = cache[row][size_t(type)];
-  xdal_function_t f = slot.load(std::memory_order_acquire);
-  if (f == nullptr) {
-    f = builtin((std::string(family) + "_" + builtin_type_name(type)).c_str());
-    slot.store(f, std::memory_order_release);
-  }
-  return f;
 }
 
 // The strides PyTorch's TensorIterator gives the result of an elementwise
@@ -153,7 +133,7 @@ bool binary_native(const char* op, const Tensor& self, const Tensor& other, Tens
   const ScalarBytes beta = scale ? scalar_bytes(*scale, type) : one;
   xdal_kernel_arg_t args[] = {{&pa, 8}, {&pb, 8}, {&po, 8}, {&count, 8}, {one.bytes, one.size}, {beta.bytes, beta.size}};
   const c10::Stream s = current_stream(out.device().index());
-  launch(binary_builtin(scale ? "axpby" : op, type), s, n, true, args, scale ? 6 : 4);
+  launch(builtin(scale ? "axpby" : op, builtin_type_name(type)), s, n, true, args, scale ? 6 : 4);
   if (!o.is_same(out)) copy_same_device(o, out, s);
   return true;
 }

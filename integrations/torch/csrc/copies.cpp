@@ -109,13 +109,12 @@ bool move_elements(const Tensor& src, const Tensor& dst, const c10::Stream& s) {
   TORCH_CHECK(bits, "xdal: no copy for elements of ", dst.element_size(), " bytes (", dst.scalar_type(), ")");
   StridedMeta m{};
   if (!fill_meta(sizes, sstr, dstr, m)) return false;
-  const std::string name = std::string("copy_strided_") + bits;
   BuiltinLayout l = builtin_layout(m);
   void* a = ptr_of(src);
   void* b = ptr_of(dst);
   xdal_kernel_arg_t args[] = {{&a, 8},       {&b, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.src_strides, sizeof l.src_strides},
                               {l.dst_strides, sizeof l.dst_strides}};
-  launch(builtin(name.c_str()), s, dst.numel(), true, args, 6);
+  launch(builtin("copy_strided", bits), s, dst.numel(), true, args, 6);
   return true;
 }
 
@@ -134,12 +133,11 @@ bool convert_elements(const Tensor& src, const Tensor& dst, const c10::Stream& s
     void* a = ptr_of(src);
     void* b = ptr_of(dst);
     if (builtin_ok) {
-      const std::string name =
-          std::string("cast_strided_trunc_") + builtin_type_name(st) + "_" + builtin_type_name(dt);
       BuiltinLayout l = builtin_layout(m);
       xdal_kernel_arg_t args[] = {{&a, 8},       {&b, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.src_strides, sizeof l.src_strides},
                                   {l.dst_strides, sizeof l.dst_strides}};
-      launch(builtin(name.c_str()), s, dst.numel(), true, args, 6);
+      launch(builtin("cast_strided_trunc", builtin_type_name(st), builtin_type_name(dt)), s, dst.numel(), true,
+             args, 6);
     } else {
       m.src_type = int32_t(st);
       m.dst_type = int32_t(dt);

@@ -97,11 +97,10 @@ Tensor& fill_with(Tensor& self, const at::Scalar& value) {
   const char* bits = bits_type_name(unit);
   TORCH_CHECK(bits, "xdal: no fill for elements of ", scalar.size, " bytes (", self.scalar_type(), ")");
   if (scalar.size == unit && self.is_non_overlapping_and_dense()) {
-    const std::string name = std::string("fill_") + bits;
     void* dst = ptr_of(self);
     uint64_t count = uint64_t(n);
     xdal_kernel_arg_t args[] = {{&dst, 8}, {&count, 8}, {scalar.bytes, unit}};
-    launch(builtin(name.c_str()), s, n, true, args, 3);
+    launch(builtin("fill", bits), s, n, true, args, 3);
     return self;
   }
   const int64_t scale = int64_t(scalar.size / unit);
@@ -109,13 +108,12 @@ Tensor& fill_with(Tensor& self, const at::Scalar& value) {
   for (auto& x : strides) x *= scale;
   StridedMeta sm{};
   if (fill_meta(self.sizes(), strides, strides, sm)) {
-    const std::string name = std::string("fill_strided_") + bits;
     BuiltinLayout l = builtin_layout(sm);
     for (int64_t half = 0; half < scale; ++half) {
       void* dst = ptr_of(self) + half * int64_t(unit);
       xdal_kernel_arg_t args[] = {{&dst, 8}, {&l.ndim, 8}, {l.sizes, sizeof l.sizes}, {l.dst_strides, sizeof l.dst_strides},
                                   {scalar.bytes + half * int64_t(unit), unit}};
-      launch(builtin(name.c_str()), s, n, true, args, 5);
+      launch(builtin("fill_strided", bits), s, n, true, args, 5);
     }
     return self;
   }

@@ -10,6 +10,7 @@
 #include <c10/util/TypeCast.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <mutex>
 #include <string>
@@ -213,6 +214,23 @@ xdal_function_t builtin(const char* name) {
   xdal_function_t f = nullptr;
   TX_CHECK(xdal_module_get_function(&f, module, name));
   cache.emplace(name, f);
+  return f;
+}
+
+xdal_function_t builtin(const char* family, const char* type, const char* type2) {
+  struct Entry {
+    const char *family = nullptr, *type = nullptr, *type2 = nullptr;
+    xdal_function_t function = nullptr;
+  };
+  thread_local std::array<Entry, 16> recent{};
+  thread_local size_t next = 0;
+  for (const Entry& e : recent)
+    if (e.function && e.family == family && e.type == type && e.type2 == type2) return e.function;
+  std::string name = std::string(family) + "_" + type;
+  if (type2) name += std::string("_") + type2;
+  const xdal_function_t f = builtin(name.c_str());
+  recent[next] = {family, type, type2, f};
+  next = (next + 1) % recent.size();
   return f;
 }
 

@@ -42,7 +42,6 @@ bool mm_native(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   Tensor a = self.contiguous(), b = mat2.contiguous();
   const bool direct = out.is_contiguous() && !ranges_overlap(out, a) && !ranges_overlap(out, b);
   Tensor c = direct ? out : at::empty({m, n}, out.options().memory_format(at::MemoryFormat::Contiguous));
-  const std::string name = std::string("matmul_") + builtin_type_name(type);
   void* pa = ptr_of(a);
   void* pb = ptr_of(b);
   void* pc = ptr_of(c);
@@ -52,7 +51,7 @@ bool mm_native(const Tensor& self, const Tensor& mat2, const Tensor& out) {
   // A block per 128 rows of c (launch sizes grids in 256s): the fake
   // backend's GEMM packs all of b for each block, so more, smaller blocks
   // would only repeat that.
-  launch(builtin(name.c_str()), s, (m + 127) / 128 * 256, true, args, 6);
+  launch(builtin("matmul", builtin_type_name(type)), s, (m + 127) / 128 * 256, true, args, 6);
   if (!direct) copy_same_device(c, out, s);
   return true;
 }

@@ -57,24 +57,22 @@ Tensor sum_native(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
     Tensor out = at::empty(shape, self.options().dtype(type));
     if (out.numel() == 0) return out;
     if (reduce == 0) return fill_with(out, 0);
-    const std::string name = std::string("sum_dim_") + builtin_type_name(type);
     void* px = ptr_of(x);
     void* po = ptr_of(out);
     uint64_t extents[3] = {uint64_t(outer), uint64_t(reduce), uint64_t(inner)};
     xdal_kernel_arg_t args[] = {{&px, 8}, {&po, 8}, {&extents[0], 8}, {&extents[1], 8}, {&extents[2], 8}};
-    launch(builtin(name.c_str()), s, out.numel(), true, args, 5);
+    launch(builtin("sum_dim", builtin_type_name(type)), s, out.numel(), true, args, 5);
     return out;
   }
   Tensor out = at::empty({}, self.options().dtype(type));
   if (x.numel() == 0) {
     fill_with(out, 0);
   } else {
-    const std::string name = std::string("sum_") + builtin_type_name(type);
     void* px = ptr_of(x);
     void* po = ptr_of(out);
     uint64_t count = uint64_t(x.numel());
     xdal_kernel_arg_t args[] = {{&px, 8}, {&po, 8}, {&count, 8}};
-    launch(builtin(name.c_str()), s, x.numel(), true, args, 3);
+    launch(builtin("sum", builtin_type_name(type)), s, x.numel(), true, args, 3);
   }
   if (keepdim) out = out.reshape(std::vector<int64_t>(size_t(self.dim()), 1));
   return out;

@@ -174,6 +174,11 @@ bool runs_host_kernels();
 
 // Built-in kernels by name ("fill_f32", "cast_f32_f16", ...), cached.
 xdal_function_t builtin(const char* name);
+// The built-in `<family>_<type>` (or `<family>_<type>_<type2>`): family
+// and types must be strings of static storage (literals, builtin_type_name,
+// bits_type_name), which key a per-thread cache, so that a launch builds no
+// string and takes no lock once a thread has asked.
+xdal_function_t builtin(const char* family, const char* type, const char* type2 = nullptr);
 // xdal's lower-case name for a ScalarType in built-in kernel names ("f32"
 // in "fill_f32"), or nullptr if xdal has no such type.
 const char* builtin_type_name(c10::ScalarType type);
