@@ -210,6 +210,7 @@ namespace ops {
 Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "xdal: copy of an undefined tensor");
   if (self.is_same(dst)) return dst;
+  OperatorScope named("aten::_copy_from", "a copy between host and device memory waits for the device");
   // copy_ reaches _copy_from before TensorIterator's checks: they are made
   // here, so that no copy xdal would refuse (or race on) is queued.
   check_write_overlap(dst, {self});
@@ -287,6 +288,7 @@ Tensor copy_from_and_resize(const Tensor& self, const Tensor& dst) {
 }
 
 at::Scalar local_scalar_dense(const Tensor& self) {
+  OperatorScope named("aten::_local_scalar_dense (Tensor.item())", "it reads the value on the host");
   c10::DeviceGuard g(self.device());
   Tensor v = raw_to_cpu(self);
   v._set_conj(self.is_conj());

@@ -19,9 +19,28 @@ std::string last_error_message() {
   return buf;
 }
 
+namespace {
+thread_local const char* running_operator = nullptr;
+thread_local const char* running_operator_syncs_because = nullptr;
+}  // namespace
+
+OperatorScope::OperatorScope(const char* name, const char* why) : named_(running_operator == nullptr) {
+  if (!named_) return;
+  running_operator = name;
+  running_operator_syncs_because = why;
+}
+
+OperatorScope::~OperatorScope() {
+  if (named_) running_operator = nullptr;
+}
+
 void raise(xdal_status_t status, const char* call) {
   std::string msg = std::string("xdal: ") + call + " failed: " + xdal_status_string(status) +
                     " (" + last_error_message() + ")";
+  if ((status == XDAL_ERROR_CAPTURE_UNSUPPORTED || status == XDAL_ERROR_CAPTURE_INVALIDATED) && running_operator) {
+    msg = std::string("xdal: ") + running_operator + " cannot be captured into a graph (" +
+          running_operator_syncs_because + "; the capture is invalidated): " + msg.substr(6);
+  }
   if (status == XDAL_ERROR_LAUNCH_FAILED) {
     const std::string why = host_fallback_failure();
     if (!why.empty()) msg += "; " + why;

@@ -29,6 +29,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     size_t size;
     c10::Stream stream;  // allocated on, freed on
     std::vector<c10::Stream> used_on;  // recordStream
+    bool pooled;  // from a graph memory pool (graph_pools.cpp)
   };
 
   c10::DataPtr allocate(size_t n) override {
@@ -36,13 +37,15 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     if (n == 0) return {nullptr, nullptr, &delete_device_memory, c10::Device(kXdal, device)};
     Counters& counters = counters_of(device);  // checks the device before any memory is taken
     const c10::Stream stream = current_stream(device);
-    void* ptr = nullptr;
-    {
+    void* ptr = graph_pool_allocate(stream, n);
+    const bool pooled = ptr != nullptr;
+    if (!pooled) {
       // Allocates on the stream's device, whatever the current one.
       xdal_status_t s = xdal_malloc_async(&ptr, n, native_stream(stream));
-      if (s == XDAL_ERROR_OUT_OF_MEMORY) {
+      if (s == XDAL_ERROR_OUT_OF_MEMORY && !graph_capture_under_way()) {
         // As c10::cuda does: wait for pending frees, give the pool's cached
-        // blocks back, and try once more.
+        // blocks back, and try once more (not during a capture, which a
+        // device synchronization would break).
         {
           DeviceSwitch on(device);
           TX_CHECK(xdal_device_synchronize());
@@ -58,7 +61,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     }
     {
       std::lock_guard<std::mutex> g(mutex_);
-      blocks_.emplace(ptr, Block{device, n, stream, {}});
+      blocks_.emplace(ptr, Block{device, n, stream, {}, pooled});
       counters.allocation.increase(1);
       counters.bytes.increase(n);
     }
@@ -75,7 +78,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
 
   void free(void* ptr) noexcept {
     if (!ptr) return;
-    Block block{0, 0, c10::Stream(c10::Stream::DEFAULT, c10::Device(kXdal, 0)), {}};
+    Block block{0, 0, c10::Stream(c10::Stream::DEFAULT, c10::Device(kXdal, 0)), {}, false};
     {
       std::lock_guard<std::mutex> g(mutex_);
       auto it = blocks_.find(ptr);
@@ -86,15 +89,8 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
       c.allocation.decrease(1);
       c.bytes.decrease(block.size);
     }
-    try {
-      // recordStream: the block is reused only after every stream it was
-      // used on has reached this point, as c10::cuda's cudaMallocAsync
-      // backend does it: the freeing stream waits for each of them.
-      for (const c10::Stream& used : block.used_on) stream_wait_stream(block.stream, used);
-      TX_CHECK(xdal_free_async(ptr, native_stream(block.stream)));
-    } catch (const std::exception& e) {
-      TORCH_WARN("xdal: freeing device memory failed: ", e.what());
-    }
+    if (block.pooled && graph_pool_free(ptr, block.stream, block.used_on)) return;
+    free_device_block(ptr, block.stream, block.used_on);
   }
 
   bool initialized() override { return true; }
@@ -221,6 +217,19 @@ void resize_storage_bytes(c10::StorageImpl* impl, size_t new_size) {
   }
   impl->set_data_ptr_noswap(std::move(fresh));
   impl->set_nbytes(new_size);
+}
+
+void free_device_block(void* ptr, const c10::Stream& stream, const std::vector<c10::Stream>& used_on) noexcept {
+  try {
+    if (defer_free_while_capturing(ptr, stream, used_on)) return;
+    // recordStream: the block is reused only after every stream it was
+    // used on has reached this point, as c10::cuda's cudaMallocAsync
+    // backend does it: the freeing stream waits for each of them.
+    for (const c10::Stream& used : used_on) stream_wait_stream(stream, used);
+    TX_CHECK(xdal_free_async(ptr, native_stream(stream)));
+  } catch (const std::exception& e) {
+    TORCH_WARN("xdal: freeing device memory failed: ", e.what());
+  }
 }
 
 c10::Allocator* device_allocator() { return &the_device_allocator(); }

@@ -233,6 +233,8 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
 namespace ops {
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  OperatorScope named(op.schema().name().c_str(),
+                      "it has no xdal kernel here and runs on the CPU through copies of its operands");
   {
     const auto& name = op.schema().operator_name();
     count_fallback(name.overload_name.empty() ? name.name : name.name + "." + name.overload_name);

@@ -102,6 +102,7 @@ struct XdalGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void recordDataPtrOnStream(const c10::DataPtr& data, const c10::Stream& stream) const override {
     record_stream(data, stream);
   }
+  bool isStreamCapturing(const c10::Stream& stream) const override { return stream_is_capturing(stream); }
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, XdalGuardImpl)

@@ -18,9 +18,9 @@
 // that checks values (linear algebra, binary_cross_entropy, histograms,
 // assertions), no random operator, tensor results or written arguments
 // (an operator with neither runs for its checks), and no out= argument
-// (CPU kernels may resize those their own way). Everything else keeps the copying fallback (fallback.cpp), with
-// its synchronous errors. Nor does a stream that captures a graph take
-// this path (the job is the kernel's, once).
+// (CPU kernels may resize those their own way). Everything else keeps the
+// copying fallback (fallback.cpp), with its synchronous errors. Into a
+// graph capture, the job is kept with the graph and runs at every replay.
 #include "host_fallback.h"
 #include "xdal_torch.h"
 
@@ -65,6 +65,9 @@ struct HostJob {
   // The operator's out= variant, where it writes the results in place
   // (else the results are copied from the CPU kernel's own).
   std::optional<c10::OperatorHandle> out_op;
+  // Captured into a graph: owned by it and run at each replay (else owned
+  // by the kernel, which runs once).
+  bool in_graph = false;
 };
 
 OperatorCounts counts;
@@ -92,7 +95,8 @@ void put(std::vector<c10::IValue>& stack, const Operand& o, Tensor t) {
 }
 
 xdal_status_t host_fallback_kernel(const xdal_kernel_context_t*, void* const* args) {
-  std::unique_ptr<HostJob> job(*static_cast<HostJob* const*>(args[0]));
+  HostJob* job = *static_cast<HostJob* const*>(args[0]);
+  const std::unique_ptr<HostJob> once(job->in_graph ? nullptr : job);
   try {
     // The CPU kernel, below autograd (its operands need no gradient), with
     // its warnings dropped: this thread has no Python to give them to, and
@@ -106,7 +110,7 @@ xdal_status_t host_fallback_kernel(const xdal_kernel_context_t*, void* const* ar
     c10::WarningUtils::WarningHandlerGuard warnings(&quiet);
     size_t arg = 1;
     for (const Operand& o : job->inputs) put(job->args, o, over(*static_cast<void* const*>(args[arg++]), o));
-    std::vector<c10::IValue> stack = std::move(job->args);
+    std::vector<c10::IValue> stack = job->in_graph ? job->args : std::move(job->args);
     if (job->out_op) {
       for (const Operand& o : job->results) stack.emplace_back(over(*static_cast<void* const*>(args[arg++]), o));
       job->out_op->redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
@@ -237,11 +241,12 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   }
   if (!eligible || device_inputs.empty() || device_inputs.size() > kMaxOperands) return false;
 
-  // Not into a capture: the job is the kernel's, once.
   const c10::Stream stream = current_stream(device.index());
   xdal_capture_status_t capture = XDAL_CAPTURE_STATUS_NONE;
-  TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &capture, nullptr));
-  if (capture != XDAL_CAPTURE_STATUS_NONE) return false;
+  uint64_t capture_id = 0;
+  TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &capture, &capture_id));
+  if (capture == XDAL_CAPTURE_STATUS_INVALIDATED) return false;  // the copying path reports it
+  job->in_graph = capture == XDAL_CAPTURE_STATUS_ACTIVE;
 
   const std::shared_ptr<const MetaAnswer> meta = meta_answer(op, originals);
   if (!meta->usable) return false;
@@ -260,13 +265,16 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   job->name = schema.overload_name().empty() ? schema.name() : schema.name() + "." + schema.overload_name();
   const std::string name = counted_as ? counted_as : job->name;
   HostJob* raw = job.get();
+  // A graph's job lives as long as the graph: none if the capture is not
+  // one of torch_xdal's graphs.
+  if (job->in_graph && !keep_for_capture(capture_id, std::shared_ptr<HostJob>(std::move(job)))) return false;
   std::vector<xdal_kernel_arg_t> args;
   args.reserve(1 + pointers.size());
   args.push_back({&raw, sizeof raw});
   for (void*& p : pointers) args.push_back({&p, sizeof p});
   const xdal_dim3_t one{1, 1, 1};
   TX_CHECK(xdal_launch_kernel(host_fallback_function(), one, one, 0, native_stream(stream), args.data(), args.size()));
-  job.release();  // the kernel's now
+  job.release();  // the kernel's now (or the graph's)
 
   // The results: in-place ones are their arguments, the others the tensors
   // the kernel fills.

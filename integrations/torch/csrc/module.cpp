@@ -87,6 +87,12 @@ PYBIND11_MODULE(_C, m) {
     for (const auto& [name, n] : host_fallback_counts()) r[py::str(name)] = n;
     return r;
   });
+  m.def("_register_graph_impl", [] { register_graph_impl(); });
+  m.def("graph_pool_handle", [] {
+    const c10::MempoolId_t id = new_graph_pool_id(/*user=*/true);
+    return py::make_tuple(id.first, id.second);
+  });
+  m.def("is_current_stream_capturing", [] { return stream_is_capturing(current_stream(-1)); });
   m.def("host_kernel_launches", [] { return host_kernel_launches(); });
   m.def("runs_host_kernels", [] { return runs_host_kernels(); });
   m.def("is_pinned_ptr", [](uintptr_t p) { return is_pinned_ptr(reinterpret_cast<const void*>(p)); });

@@ -6,6 +6,8 @@
 //   streams.cpp           default streams, stream pools, current streams
 //   guard.cpp             the device guard (DeviceGuardImplInterface)
 //   device_allocator.cpp  the device allocator (c10::DeviceAllocator)
+//   graph_pools.cpp       the allocator's private pools for graph captures
+//   graphs.cpp            graph capture and replay (at::GraphImplInterface)
 //   host_allocator.cpp    the pinned host allocator (at::HostAllocator)
 //   generator.cpp         the per-device random generators
 //   hooks.cpp             the PrivateUse1 hooks (PrivateUse1HooksInterface)
@@ -39,6 +41,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -60,6 +63,22 @@ constexpr c10::DeviceType kXdal = c10::DeviceType::PrivateUse1;
 // carrying the status name and xdal's last error message.
 [[noreturn]] void raise(xdal_status_t status, const char* call);
 std::string last_error_message();
+
+// Names the operator the calling thread runs for the errors of the xdal
+// calls that a graph capture refuses (a synchronization, a copy to the
+// host): "aten::nonzero cannot be captured" says more than the call, and
+// `why` says what in it synchronizes. The outermost scope names it; both
+// strings must outlive the scope.
+class OperatorScope {
+ public:
+  OperatorScope(const char* name, const char* why);
+  ~OperatorScope();
+  OperatorScope(const OperatorScope&) = delete;
+  OperatorScope& operator=(const OperatorScope&) = delete;
+
+ private:
+  bool named_;
+};
 
 #define TX_CHECK(call)                                 \
   do {                                                 \
@@ -124,6 +143,42 @@ void stream_wait_stream(const c10::Stream& waiter, const c10::Stream& target);
 void resize_storage_bytes(c10::StorageImpl* storage, size_t new_size);
 c10::Allocator* device_allocator();
 void record_stream(const c10::DataPtr& data, const c10::Stream& stream);
+
+// Gives a device block back to xdal (stream-ordered on `stream`, after
+// every stream in `used_on`), or later if one of them captures a graph.
+void free_device_block(void* ptr, const c10::Stream& stream, const std::vector<c10::Stream>& used_on) noexcept;
+
+// ---- graph memory pools (graph_pools.cpp) ----
+// A new pool id: {id, 0} for a graph's own pool, {0, id} for a user's
+// handle (torch.xdal.graph_pool_handle), as c10::cuda numbers them.
+c10::MempoolId_t new_graph_pool_id(bool user);
+// From now until end_allocate_to_pool, device allocations on the streams
+// of capture `capture_id` come from pool `pool` of `device`; the pool is
+// held by one more graph until release_graph_pool.
+void begin_allocate_to_pool(c10::DeviceIndex device, c10::MempoolId_t pool, uint64_t capture_id);
+void end_allocate_to_pool(uint64_t capture_id);
+void release_graph_pool(c10::MempoolId_t pool);
+// A block for `n` bytes from the pool `stream`'s capture allocates from,
+// or nullptr when the stream does not capture into one.
+void* graph_pool_allocate(const c10::Stream& stream, size_t n);
+// Takes back a block graph_pool_allocate gave; false when its pool is
+// gone and the block must be freed as eager memory.
+bool graph_pool_free(void* ptr, const c10::Stream& stream, const std::vector<c10::Stream>& used_on);
+// True (and the free kept for later) when `stream` or one of `used_on`
+// captures a graph, where xdal_free_async would join the capture.
+bool defer_free_while_capturing(void* ptr, const c10::Stream& stream, const std::vector<c10::Stream>& used_on);
+// Whether a capture of torch_xdal's is under way (device synchronizations
+// would break it).
+bool graph_capture_under_way();
+
+// ---- graphs (graphs.cpp) ----
+// Registers the graph implementation for torch.accelerator.Graph, under
+// the backend's name (once it is renamed).
+void register_graph_impl();
+bool stream_is_capturing(const c10::Stream& stream);
+// Keeps `object` alive as long as the graph that capture `capture_id`
+// makes; false when no graph of torch_xdal's captures it.
+bool keep_for_capture(uint64_t capture_id, std::shared_ptr<void> object);
 
 // ---- pinned host memory (host_allocator.cpp) ----
 c10::Allocator* host_allocator();

@@ -41,6 +41,7 @@ def _register() -> None:
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
     _sharing.install()
+    _C._register_graph_impl()
 
 
 _register()

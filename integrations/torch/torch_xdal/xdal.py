@@ -144,6 +144,89 @@ def stream(s: torch.Stream | None):
         torch.accelerator.set_stream(prev)
 
 
+# ---------------------------------------------------------------- graphs
+
+def graph_pool_handle() -> tuple[int, int]:
+    """An id of a graph memory pool that several graphs may share: pass it
+    as ``pool`` to their captures (``torch.cuda.graph_pool_handle``)."""
+    return _C.graph_pool_handle()
+
+
+def is_current_stream_capturing() -> bool:
+    """Whether the current stream of the current device captures a graph."""
+    return _C.is_current_stream_capturing()
+
+
+class XdalGraph(torch._C._acceleratorGraph):
+    """A graph of xdal work, captured once and replayed, with the interface
+    of ``torch.cuda.CUDAGraph`` (``torch.accelerator.Graph`` is the same
+    graph under PyTorch's device-generic interface).
+
+    ``capture_begin(pool=None, capture_error_mode="global")`` captures the
+    current stream (not the default one); ``capture_end()``; ``replay()``
+    on the current stream; ``reset()``; ``pool()``;
+    ``enable_debug_mode()`` (before the capture) then ``debug_dump(path)``
+    writes xdal's Graphviz DOT file of the graph.
+    """
+
+    def __new__(cls, keep_graph: bool = False):
+        return super().__new__(cls, keep_graph)
+
+    def __init__(self, keep_graph: bool = False) -> None:
+        super().__init__(keep_graph)
+
+    def capture_begin(self, pool: tuple[int, int] | None = None, capture_error_mode: str = "global") -> None:
+        super().capture_begin(pool=pool, capture_error_mode=capture_error_mode)
+
+
+class graph:
+    """Captures the work of its body into ``xdal_graph``, as
+    ``torch.cuda.graph`` does: on ``stream`` (by default a side stream of
+    the device kept for captures), with the memory pool ``pool`` (a
+    ``graph_pool_handle()`` or another graph's ``pool()``) and
+    ``capture_error_mode`` ("global", "thread_local" or "relaxed")."""
+
+    _default_capture_streams: dict[int, torch.Stream] = {}
+
+    def __init__(
+        self,
+        xdal_graph: XdalGraph | torch.accelerator.Graph,
+        pool: tuple[int, int] | None = None,
+        stream: torch.Stream | None = None,
+        capture_error_mode: str = "global",
+    ) -> None:
+        if stream is None:
+            idx = current_device()
+            stream = self._default_capture_streams.get(idx)
+            if stream is None:
+                stream = torch.Stream(device=torch.device("xdal", idx))
+                self._default_capture_streams[idx] = stream
+        self.xdal_graph = xdal_graph
+        self.pool = pool
+        self.capture_stream = stream
+        self.capture_error_mode = capture_error_mode
+        self._stream_ctx = None
+
+    def __enter__(self) -> None:
+        synchronize()
+        empty_cache()
+        self._stream_ctx = stream(self.capture_stream)
+        self._stream_ctx.__enter__()
+        torch._C._acceleratorGraph.capture_begin(
+            self.xdal_graph, pool=self.pool, capture_error_mode=self.capture_error_mode
+        )
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.xdal_graph.capture_end()
+        except Exception:
+            # The body's own error says more than the broken capture's.
+            if exc is None:
+                raise
+        finally:
+            self._stream_ctx.__exit__(exc_type, exc, tb)
+
+
 # ---------------------------------------------------------------- random
 
 def _gen(device: Any = None) -> torch.Generator:
