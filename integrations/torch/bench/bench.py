@@ -1,8 +1,9 @@
 """PyTorch on xdal beside PyTorch on the CPU, in one process.
 
-Each workload runs on the CPU and on xdal with the same weights and inputs,
-their batches interleaved (CPU, xdal, CPU, xdal, ...) so that drift in the
-machine's speed hits both alike. A batch is timed until its results are
+Each workload runs on the CPU and on xdal with the same weights and inputs
+(or, for graph replay, eagerly and replayed on xdal), their batches
+interleaved (CPU, xdal, CPU, xdal, ...) so that drift in the machine's
+speed hits both alike. A batch is timed until its results are
 there (xdal: a device synchronize). Prints, per workload, the median time
 per iteration with min..max over the batches, the ratio of xdal's
 throughput to the CPU's (or of latencies, for the inference latency), the
@@ -29,9 +30,9 @@ import os
 import statistics
 import sys
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
-WORKLOAD_NAMES = ["mlp_train", "conv_train", "mlp_infer", "mm", "add"]
+WORKLOAD_NAMES = ["mlp_train", "conv_train", "mlp_infer", "mm", "add", "graph_replay"]
 
 
 def parse_args() -> argparse.Namespace:
@@ -65,12 +66,25 @@ def sync(device: torch.device) -> None:
         torch.xdal.synchronize()
 
 
-class Workload:
-    """One workload: `make(device)` returns a step function for that device."""
+Step = Callable[[], None]
 
-    def __init__(self, name: str, what: str, make: Callable[[torch.device], Callable[[], None]],
-                 latency: bool, target: float) -> None:
-        self.name, self.what, self.make, self.latency, self.target = name, what, make, latency, target
+
+class Side:
+    """One side of a comparison: `make()` returns its step function."""
+
+    def __init__(self, label: str, device: torch.device, make: Callable[[], Step]) -> None:
+        self.label, self.device, self.make = label, device, make
+
+
+def cpu_and_xdal(make: Callable[[torch.device], Step]) -> List[Side]:
+    return [Side("cpu", CPU, lambda: make(CPU)), Side("xdal", XDAL, lambda: make(XDAL))]
+
+
+class Workload:
+    """One workload: a reference side and the side measured against it."""
+
+    def __init__(self, name: str, what: str, sides: List[Side], latency: bool, target: float) -> None:
+        self.name, self.what, self.sides, self.latency, self.target = name, what, sides, latency, target
 
 
 def mlp(batch: int) -> nn.Module:
@@ -138,12 +152,53 @@ def add(device: torch.device) -> Callable[[], None]:
     return lambda: torch.add(a, b)
 
 
+def deep_mlp() -> Tuple[nn.Module, torch.Tensor]:
+    """30 operators: 15 times Linear(128, 128) and ReLU, batch 1, on xdal."""
+    torch.manual_seed(0)
+    layers: List[nn.Module] = []
+    for _ in range(15):
+        layers += [nn.Linear(128, 128), nn.ReLU()]
+    x = torch.randn(1, 128, generator=torch.Generator().manual_seed(1))
+    return nn.Sequential(*layers).to(XDAL).eval(), x.to(XDAL)
+
+
+def deep_mlp_eager() -> Step:
+    model, x = deep_mlp()
+
+    def step() -> None:
+        with torch.no_grad():
+            model(x)
+        sync(XDAL)
+
+    return step
+
+
+def deep_mlp_replay() -> Step:
+    model, x = deep_mlp()
+    graph = torch.xdal.XdalGraph()
+    with torch.no_grad():
+        model(x)  # warm-up: lazily made kernels and cached answers
+        with torch.xdal.graph(graph):
+            model(x)
+
+    def step() -> None:
+        graph.replay()
+        sync(XDAL)
+
+    step.graph = graph  # type: ignore[attr-defined]  kept alive with the step
+    return step
+
+
 WORKLOADS = [
-    Workload("mlp_train", "MLP 784-512-512-10, batch 64, SGD training step", mlp_train, False, 0.8),
-    Workload("conv_train", "conv 3-16-32, relu, maxpool, linear; batch 32, forward+backward", conv_train, False, 0.8),
-    Workload("mlp_infer", "the MLP's batch-1 inference, latency", mlp_infer, True, 1.25),
-    Workload("mm", "mm 512x512 f32", mm, False, 0.8),
-    Workload("add", "add of 1e3 f32", add, False, 0.8),
+    Workload("mlp_train", "MLP 784-512-512-10, batch 64, SGD training step", cpu_and_xdal(mlp_train), False, 0.8),
+    Workload("conv_train", "conv 3-16-32, relu, maxpool, linear; batch 32, forward+backward",
+             cpu_and_xdal(conv_train), False, 0.8),
+    Workload("mlp_infer", "the MLP's batch-1 inference, latency", cpu_and_xdal(mlp_infer), True, 1.25),
+    Workload("mm", "mm 512x512 f32", cpu_and_xdal(mm), False, 0.8),
+    Workload("add", "add of 1e3 f32", cpu_and_xdal(add), False, 0.8),
+    Workload("graph_replay", "a 30-operator MLP forward (Linear 128, ReLU) at batch 1 replayed from a graph, "
+             "beside the same forward run eagerly, each to its result",
+             [Side("xdal eager", XDAL, deep_mlp_eager), Side("xdal graph", XDAL, deep_mlp_replay)], False, 2.0),
 ]
 assert [w.name for w in WORKLOADS] == WORKLOAD_NAMES, "WORKLOAD_NAMES lists the workloads, for --only"
 
@@ -211,20 +266,27 @@ def stats(values: List[float]) -> Dict[str, float]:
 
 
 def run(workload: Workload, reps: int, seconds: float) -> Dict[str, object]:
-    steps = {d: workload.make(d) for d in (CPU, XDAL)}
-    n = {d: calibrate(steps[d], d, seconds) for d in (CPU, XDAL)}
-    times: Dict[torch.device, List[float]] = {CPU: [], XDAL: []}
+    sides = workload.sides
+    steps = [side.make() for side in sides]
+    n = [calibrate(step, side.device, seconds) for step, side in zip(steps, sides)]
+    times: List[List[float]] = [[] for _ in sides]
     for _ in range(reps):
-        for d in (CPU, XDAL):
-            times[d].append(timed_batch(steps[d], d, n[d]))
-    cpu, xdal = stats(times[CPU]), stats(times[XDAL])
-    # Throughput ratio (xdal / CPU), or for a latency xdal's time over the CPU's.
-    ratio = xdal["median"] / cpu["median"] if workload.latency else cpu["median"] / xdal["median"]
+        for i, side in enumerate(sides):
+            times[i].append(timed_batch(steps[i], side.device, n[i]))
+    reference, measured = stats(times[0]), stats(times[1])
+    # Throughput ratio (measured / reference), or for a latency the
+    # measured side's time over the reference's.
+    ratio = (measured["median"] / reference["median"] if workload.latency
+             else reference["median"] / measured["median"])
     met = ratio <= workload.target if workload.latency else ratio >= workload.target
+    # The operators of the first side on xdal (for a graph, its eager twin).
+    on_xdal = next(i for i, side in enumerate(sides) if side.device == XDAL)
     return {
         "workload": workload.name, "what": workload.what, "latency": workload.latency,
-        "cpu_s": cpu, "xdal_s": xdal, "iterations_per_batch": {"cpu": n[CPU], "xdal": n[XDAL]},
-        "ratio": ratio, "target": workload.target, "met": met, "paths": paths(steps[XDAL]),
+        "sides": [side.label for side in sides],
+        "reference_s": reference, "measured_s": measured,
+        "iterations_per_batch": {side.label: k for side, k in zip(sides, n)},
+        "ratio": ratio, "target": workload.target, "met": met, "paths": paths(steps[on_xdal]),
     }
 
 
@@ -232,10 +294,11 @@ def show(r: Dict[str, object]) -> None:
     def span(s: Dict[str, float]) -> str:
         return f"{s['median'] * 1e6:10.1f} us ({s['min'] * 1e6:.1f}..{s['max'] * 1e6:.1f})"
 
-    kind = "xdal/CPU latency" if r["latency"] else "xdal/CPU throughput"
+    reference, measured = r["sides"]
+    kind = f"{measured}/{reference} {'latency' if r['latency'] else 'throughput'}"
     goal = f"<= {r['target']}" if r["latency"] else f">= {r['target']}"
     print(f"{r['workload']:<11} {r['what']}")
-    print(f"    cpu  {span(r['cpu_s'])}   xdal {span(r['xdal_s'])}")
+    print(f"    {reference} {span(r['reference_s'])}   {measured} {span(r['measured_s'])}")
     print(f"    {kind} {r['ratio']:.2f}x (target {goal}: {'met' if r['met'] else 'NOT met'})")
     p = r["paths"]
     hosted = p["host_kernel_operators"]
