@@ -17,9 +17,11 @@
 // float64, none of integer type (indices, targets, counts), no operator
 // that checks values (linear algebra, binary_cross_entropy, histograms,
 // assertions), no random operator, tensor results or written arguments
-// (an operator with neither runs for its checks), and no out= argument
-// (CPU kernels may resize those their own way). Everything else keeps the
-// copying fallback (fallback.cpp), with its synchronous errors. Into a
+// (an operator with neither runs for its checks), and out= arguments only
+// where neither the meta kernel nor the CPU kernel resizes or relays them
+// (memory over the device's cannot be reallocated by a CPU kernel).
+// Everything else keeps the copying fallback (fallback.cpp), with its
+// synchronous errors. Into a
 // graph capture, the job is kept with the graph and runs at every replay.
 #include "host_fallback.h"
 #include "xdal_torch.h"
@@ -135,11 +137,8 @@ xdal_status_t host_fallback_kernel(const xdal_kernel_context_t*, void* const* ar
 
 xdal_function_t host_fallback_function() {
   static xdal_function_t f = [] {
-    xdal_function_t fn = nullptr;
-    const xdal_status_t status = xdal_function_from_host(&fn, &host_fallback_kernel);
-    if (status == XDAL_ERROR_NOT_SUPPORTED) return static_cast<xdal_function_t>(nullptr);
-    TX_CHECK(status);
-    install_host_scratch_allocator();
+    xdal_function_t fn = function_from_host(&host_fallback_kernel);
+    if (fn) install_host_scratch_allocator();
     return fn;
   }();
   return f;
@@ -174,7 +173,6 @@ bool allows(const c10::OperatorHandle& op) {
     c10::TypePtr type = a.type();
     if (type->kind() == c10::TypeKind::OptionalType) type = type->castRaw<c10::OptionalType>()->getElementType();
     if (type->kind() == c10::TypeKind::GeneratorType) return false;
-    if (a.alias_info() && a.alias_info()->isWrite() && a.kwarg_only()) return false;  // out=
     writes = writes || (a.alias_info() && a.alias_info()->isWrite());
   }
   // An operator that neither returns nor writes anything runs for its

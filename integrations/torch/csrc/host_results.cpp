@@ -213,7 +213,30 @@ std::optional<c10::OperatorHandle> in_place_out_variant(const c10::OperatorHandl
 
 bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, MetaAnswer& answer) {
   std::vector<c10::IValue> stack = host_dummies(args);
+  // Written arguments (in place, out=) must keep their memory and layout:
+  // the kernel will write them over the device's memory, which it cannot
+  // reallocate (mse_loss's out= kernel resizes its out first).
+  struct Written {
+    Tensor dummy;
+    const void* data;
+    std::vector<int64_t> sizes, strides;
+  };
+  std::vector<Written> written;
+  const auto& schema_args = op.schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::AliasInfo* alias = schema_args[i].alias_info();
+    if (!alias || !alias->isWrite()) continue;
+    auto note = [&](const Tensor& t) {
+      if (t.defined()) written.push_back({t, t.data_ptr(), vec(t.sizes()), vec(t.strides())});
+    };
+    if (stack[i].isTensor()) note(stack[i].toTensor());
+    if (stack[i].isTensorList())
+      for (const Tensor& t : stack[i].toTensorList().vec()) note(t);
+  }
   if (!run_cpu_quietly(op, stack)) return false;
+  for (const Written& w : written)
+    if (w.dummy.data_ptr() != w.data || !w.dummy.sizes().equals(w.sizes) || !w.dummy.strides().equals(w.strides))
+      return false;
   if (stack.size() != answer.results.size()) return false;
   for (size_t r = 0; r < stack.size(); ++r) {
     if (!answer.results[r]) continue;

@@ -131,18 +131,15 @@ xdal_status_t copy_kernel_fn(const xdal_kernel_context_t* ctx, void* const* args
 
 std::atomic<int64_t> host_launches{0};
 
-// The host function as an xdal function, or nullptr where the backend runs
-// no host code (XDAL_ERROR_NOT_SUPPORTED: a GPU-like backend such as
-// OpenCL's). Any other failure is an error.
-xdal_function_t wrap(xdal_host_kernel_t fn) {
+}  // namespace
+
+xdal_function_t function_from_host(xdal_host_kernel_t fn) {
   xdal_function_t f = nullptr;
   const xdal_status_t status = xdal_function_from_host(&f, fn);
   if (status == XDAL_ERROR_NOT_SUPPORTED) return nullptr;
   TX_CHECK(status);
   return f;
 }
-
-}  // namespace
 
 int64_t host_kernel_launches() { return host_launches.load(std::memory_order_relaxed); }
 
@@ -158,7 +155,7 @@ bool host_convert_supported(ScalarType type) {
 }
 
 xdal_function_t copy_kernel() {
-  static xdal_function_t f = wrap(&copy_kernel_fn);
+  static xdal_function_t f = function_from_host(&copy_kernel_fn);
   return f;
 }
 

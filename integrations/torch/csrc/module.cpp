@@ -4,6 +4,7 @@
 
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/pybind.h>
 #include <pybind11/pybind11.h>
 
 namespace py = pybind11;
@@ -93,6 +94,27 @@ PYBIND11_MODULE(_C, m) {
     return py::make_tuple(id.first, id.second);
   });
   m.def("is_current_stream_capturing", [] { return stream_is_capturing(current_stream(-1)); });
+  m.def("launch_compiled_kernel", [](uintptr_t entry, const py::sequence& args, const std::vector<int>& kinds) {
+    TORCH_CHECK(args.size() == kinds.size(), "xdal: ", args.size(), " arguments for ", kinds.size(), " kinds");
+    std::vector<at::Tensor> tensors;
+    tensors.reserve(args.size());  // CompiledArg points into it
+    std::vector<CompiledArg> converted;
+    converted.reserve(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      TORCH_CHECK(kinds[i] >= 0 && kinds[i] <= int(CompiledArgKind::Bool), "xdal: unknown argument kind ", kinds[i]);
+      CompiledArg a{CompiledArgKind(kinds[i]), nullptr, 0, 0.0};
+      if (a.kind == CompiledArgKind::Pointer) {
+        tensors.push_back(py::cast<at::Tensor>(args[i]));
+        a.tensor = &tensors.back();
+      } else if (a.kind == CompiledArgKind::F64 || a.kind == CompiledArgKind::F32) {
+        a.real = py::cast<double>(args[i]);
+      } else {
+        a.integer = py::cast<int64_t>(args[i]);
+      }
+      converted.push_back(a);
+    }
+    launch_compiled_kernel(entry, converted);
+  });
   m.def("host_kernel_launches", [] { return host_kernel_launches(); });
   m.def("runs_host_kernels", [] { return runs_host_kernels(); });
   m.def("is_pinned_ptr", [](uintptr_t p) { return is_pinned_ptr(reinterpret_cast<const void*>(p)); });

@@ -226,6 +226,10 @@ xdal_function_t copy_kernel();
 // Whether the backend runs host kernels (the fake backend does; OpenCL's
 // does not).
 bool runs_host_kernels();
+// A host function as an xdal function, or nullptr where the backend runs
+// no host code (XDAL_ERROR_NOT_SUPPORTED: a GPU-like backend such as
+// OpenCL's). Any other failure raises.
+xdal_function_t function_from_host(xdal_host_kernel_t fn);
 
 // Built-in kernels by name ("fill_f32", "cast_f32_f16", ...), cached.
 xdal_function_t builtin(const char* name);
@@ -271,6 +275,20 @@ int64_t host_kernel_launches();
 // built-in kernels are grid-stride loops over blocks of 256.
 void launch(xdal_function_t fn, const c10::Stream& stream, int64_t n, bool builtin_kernel,
             const xdal_kernel_arg_t* args, size_t num_args);
+
+// ---- torch.compile's kernels (compiled_kernels.cpp) ----
+// How launch_compiled_kernel passes each argument of a kernel Inductor
+// compiled (torch_xdal/_inductor.py numbers them the same).
+enum class CompiledArgKind : int { Pointer = 0, I64, I32, F64, F32, Bool };
+struct CompiledArg {
+  CompiledArgKind kind;
+  at::Tensor* tensor;  // Pointer: an xdal tensor (its data pointer)
+  int64_t integer;     // I64, I32, Bool
+  double real;         // F64, F32
+};
+// Enqueues the compiled kernel whose host-kernel entry point is at
+// `entry` on the current stream of its tensors' device.
+void launch_compiled_kernel(uintptr_t entry, const std::vector<CompiledArg>& args);
 
 // ---- tensors (tensors.cpp) ----
 bool is_xdal(const at::Tensor& t);

@@ -117,6 +117,31 @@ def test_results_written_in_place_by_out_variants_or_copied_when_those_resize():
     assert torch.equal(loss.cpu(), nn.functional.mse_loss(a, a * 0.5))
 
 
+def test_out_arguments_of_the_right_layout_are_written_by_the_host_kernel():
+    # What torch.compile's extern kernels call: out= tensors allocated at
+    # the result's shape. One of another shape is resized as the CPU does,
+    # through the copying fallback (a kernel cannot reallocate device memory).
+    a, b, c = make((4, 6), torch.float32), make((6, 3), torch.float32), make((4, 3), torch.float32)
+    out = torch.empty(4, 3, device="xdal")
+    addr = out.data_ptr()
+    torch.xdal.reset_fallback_counts()
+    r = torch.addmm(c.to("xdal"), a.to("xdal"), b.to("xdal"), beta=0.5, out=out)
+    assert r is out and out.data_ptr() == addr
+    assert torch.xdal.host_fallback_counts().get("aten::addmm.out", 0) == 1
+    assert torch.equal(out.cpu(), torch.addmm(c, a, b, beta=0.5))
+    wrong = torch.empty(0, device="xdal")
+    torch.xdal.reset_fallback_counts()
+    torch.addmm(c.to("xdal"), a.to("xdal"), b.to("xdal"), out=wrong)
+    fell_back, hosted = counts()
+    assert fell_back.get("aten::addmm.out", 0) == 1 and "aten::addmm.out" not in hosted
+    assert wrong.shape == (4, 3) and torch.equal(wrong.cpu(), torch.addmm(c, a, b))
+    loss = torch.empty((), device="xdal")
+    torch.xdal.reset_fallback_counts()
+    torch.ops.aten.mse_loss.out(a.to("xdal"), a.to("xdal") * 0.5, out=loss)
+    assert "aten::mse_loss.out" not in torch.xdal.host_fallback_counts()  # its CPU kernel resizes its out
+    assert torch.equal(loss.cpu(), nn.functional.mse_loss(a, a * 0.5))
+
+
 def test_convolutions_run_as_host_kernels_with_the_cpus_results_step_after_step():
     # oneDNN's temporaries come from the host kernels' scratch cache, which
     # hands the same blocks out again on every step.

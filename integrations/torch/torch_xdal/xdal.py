@@ -227,6 +227,17 @@ class graph:
             self._stream_ctx.__exit__(exc_type, exc, tb)
 
 
+# ---------------------------------------------------------------- torch.compile
+
+def _inductor_backend_init() -> None:
+    """Inductor's hook for an out-of-tree device, called at the first
+    compilation for it: registers xdal with Dynamo and Inductor
+    (torch_xdal/_inductor.py)."""
+    from . import _inductor
+
+    _inductor.register()
+
+
 # ---------------------------------------------------------------- random
 
 def _gen(device: Any = None) -> torch.Generator:

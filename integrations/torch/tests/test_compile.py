@@ -1,0 +1,149 @@
+"""torch.compile on xdal tensors: Dynamo captures frames, Inductor generates
+C++ kernels for the device, and they run as xdal host kernels on the
+current stream (on a backend without host code, on the CPU over copies,
+after a warning). What users rely on: compiled results equal eager ones
+(within the tolerance of reordered float arithmetic), frames really
+compiled, dynamic shapes without recompiling, graph breaks."""
+import copy
+import gc
+
+import pytest
+import torch
+import torch._dynamo
+import torch._inductor.metrics
+import torch.nn as nn
+
+from conftest import make
+
+XDAL = torch.device("xdal")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    torch._inductor.metrics.reset()
+    yield
+    torch._dynamo.reset()
+    gc.collect()  # compiled frames hold xdal tensors in reference cycles
+
+
+def frames_compiled():
+    return torch._dynamo.utils.counters["stats"]["unique_graphs"]
+
+
+def test_an_mlp_forward_compiles_into_kernels_of_its_own():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8), nn.LayerNorm(8)).to(XDAL)
+    x = make((4, 16), torch.float32).to(XDAL)
+    compiled = torch.compile(model)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x).cpu(), model(x).cpu(), rtol=1e-5, atol=1e-5)
+    assert frames_compiled() == 1
+    assert torch._inductor.metrics.generated_kernel_count >= 1  # C++ kernels, not only ATen calls
+
+
+def test_a_conv_net_forward_and_backward_compiled_equal_eager():
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(8 * 4 * 4, 5)).to(XDAL)
+    compiled_model = copy.deepcopy(eager)
+    compiled = torch.compile(compiled_model)
+    x = make((2, 3, 8, 8), torch.float32).to(XDAL)
+    eager(x).square().sum().backward()
+    compiled(x).square().sum().backward()
+    assert frames_compiled() >= 1
+    for a, b in zip(eager.parameters(), compiled_model.parameters()):
+        torch.testing.assert_close(b.grad.cpu(), a.grad.cpu(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_compiled_training_step_trains_as_the_eager_one():
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).to(XDAL)
+    trained = copy.deepcopy(eager)
+    opt_eager = torch.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    opt_trained = torch.optim.SGD(trained.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(model, opt, x, y):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled_step = torch.compile(step)
+    for i in range(3):
+        x = make((6, 8), torch.float32, seed=i).to(XDAL)
+        y = torch.randint(0, 4, (6,), generator=torch.Generator().manual_seed(i)).to(XDAL)
+        expected = step(eager, opt_eager, x, y)
+        got = compiled_step(trained, opt_trained, x, y)
+        torch.testing.assert_close(got.cpu(), expected.cpu(), rtol=1e-5, atol=1e-5)
+    assert frames_compiled() >= 1
+    for a, b in zip(eager.parameters(), trained.parameters()):
+        torch.testing.assert_close(b.cpu(), a.cpu(), rtol=1e-4, atol=1e-5)
+
+
+def test_dynamic_shapes_compile_once():
+    def f(x):
+        return (x.sin() * 2 + x.cos()).sum(dim=-1)
+
+    compiled = torch.compile(f, dynamic=True)
+    for n in (3, 5, 9):
+        x = make((2, n), torch.float32, seed=n).to(XDAL)
+        torch.testing.assert_close(compiled(x).cpu(), f(x.cpu()), rtol=1e-5, atol=1e-5)
+    assert frames_compiled() == 1
+
+
+def test_a_graph_break_splits_the_frame_and_both_parts_run():
+    def f(x):
+        y = x.exp() + 1
+        torch._dynamo.graph_break()
+        return (y * 3).tanh()
+
+    x = make((5,), torch.float32).to(XDAL)
+    torch.testing.assert_close(torch.compile(f)(x).cpu(), f(x.cpu()), rtol=1e-5, atol=1e-5)
+    assert frames_compiled() == 2
+
+
+def test_aot_eager_runs_the_traced_aten_calls():
+    model = nn.Sequential(nn.Linear(6, 6), nn.Tanh()).to(XDAL)
+    x = make((3, 6), torch.float32).to(XDAL)
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend="aot_eager")(x).cpu(), model(x).cpu())
+    assert frames_compiled() == 1
+
+
+@pytest.mark.skipif(not torch.xdal.runs_host_kernels(), reason="compiled kernels run over copies here")
+def test_compiled_kernels_run_on_the_stream_and_capture_into_graphs():
+    def f(x):
+        return (x * x + 1).relu()
+
+    compiled = torch.compile(f)
+    x = make((64,), torch.float32).to(XDAL)
+    compiled(x)  # compiles outside the capture
+    g = torch.xdal.XdalGraph()
+    with torch.xdal.graph(g):
+        out = compiled(x)
+    new = make((64,), torch.float32, seed=7)
+    x.copy_(new)
+    g.replay()
+    torch.testing.assert_close(out.cpu(), f(new))
+
+
+@pytest.mark.skipif(torch.xdal.runs_host_kernels(), reason="the backend runs compiled kernels on the device")
+def test_without_host_code_compiled_kernels_run_over_copies_after_one_warning():
+    import torch_xdal._inductor as inductor
+
+    inductor._warned_copying = False
+    x = make((16,), torch.float32).to(XDAL)
+    y = x.clone()
+
+    def f(a, b):
+        b.add_(a.exp())  # written in place: copied back
+        return a * 2
+
+    with pytest.warns(UserWarning, match="runs no host code"):
+        out = torch.compile(f)(x, y)
+    torch.testing.assert_close(out.cpu(), x.cpu() * 2)
+    torch.testing.assert_close(y.cpu(), x.cpu() + x.cpu().exp())
