@@ -8,6 +8,7 @@
 //   device_allocator.cpp  the device allocator (c10::DeviceAllocator)
 //   graph_pools.cpp       the allocator's private pools for graph captures
 //   graphs.cpp            graph capture and replay (at::GraphImplInterface)
+//   compiled_kernels.cpp  the launch of torch.compile's C++ kernels as host kernels
 //   host_allocator.cpp    the pinned host allocator (at::HostAllocator)
 //   generator.cpp         the per-device random generators
 //   hooks.cpp             the PrivateUse1 hooks (PrivateUse1HooksInterface)
