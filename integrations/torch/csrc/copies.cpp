@@ -85,6 +85,7 @@ void raw_from_cpu(const Tensor& cpu, const Tensor& dst, bool non_blocking) {
   memcpy_on(ptr_of(dst), ptr_of(c), size_t(c.numel()) * c.element_size(), XDAL_MEMCPY_HOST_TO_DEVICE, s);
   if (non_blocking && c.is_same(cpu) && is_pinned_ptr(c.const_data_ptr())) {
     host_record_stream(c.const_data_ptr(), s);  // the pinned block outlives the copy
+    keep_storage_for_capture(s, c.storage());    // and every replay of a graph that captured it
   } else {
     synchronize_stream(s);  // pageable memory: the bytes must be read before we return
   }
@@ -261,6 +262,7 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
       memcpy_on(ptr_of(dst), ptr_of(src), size_t(src.numel()) * src.element_size(), XDAL_MEMCPY_DEVICE_TO_HOST, s);
       if (non_blocking && is_pinned_ptr(dst.const_data_ptr())) {
         host_record_stream(dst.const_data_ptr(), s);
+        keep_storage_for_capture(s, dst.storage());
       } else {
         synchronize_stream(s);
       }

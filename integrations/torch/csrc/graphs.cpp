@@ -206,6 +206,14 @@ bool keep_for_capture(uint64_t capture_id, std::shared_ptr<void> object) {
   return true;
 }
 
+void keep_storage_for_capture(const c10::Stream& stream, const c10::Storage& storage) {
+  if (!graph_capture_under_way()) return;
+  xdal_capture_status_t status = XDAL_CAPTURE_STATUS_NONE;
+  uint64_t capture_id = 0;
+  TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &status, &capture_id));
+  if (status == XDAL_CAPTURE_STATUS_ACTIVE) keep_for_capture(capture_id, std::make_shared<c10::Storage>(storage));
+}
+
 void register_graph_impl() {
   // Keyed by the device type's name, which is known only once the
   // PrivateUse1 backend is renamed "xdal".

@@ -33,6 +33,7 @@
 #include <c10/core/Layout.h>
 #include <c10/core/MemoryFormat.h>
 #include <c10/core/ScalarType.h>
+#include <c10/core/Storage.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/core/Stream.h>
 #include <c10/core/SymIntArrayRef.h>
@@ -180,6 +181,9 @@ bool stream_is_capturing(const c10::Stream& stream);
 // Keeps `object` alive as long as the graph that capture `capture_id`
 // makes; false when no graph of torch_xdal's captures it.
 bool keep_for_capture(uint64_t capture_id, std::shared_ptr<void> object);
+// Where `stream` captures a graph, keeps `storage` (host memory a captured
+// copy reads or writes at every replay) alive as long as the graph.
+void keep_storage_for_capture(const c10::Stream& stream, const c10::Storage& storage);
 
 // ---- pinned host memory (host_allocator.cpp) ----
 c10::Allocator* host_allocator();

@@ -205,6 +205,23 @@ def test_two_graphs_share_a_memory_pool():
     assert torch.equal(y3.cpu(), torch.full((128,), 7.0))
 
 
+def test_pinned_host_memory_a_capture_copies_lives_as_long_as_the_graph():
+    src = torch.arange(64, dtype=torch.float32).pin_memory()
+    dst = torch.empty(64, device=XDAL)
+    g = torch.xdal.XdalGraph()
+    with torch.xdal.graph(g):
+        dst.copy_(src, non_blocking=True)  # read at every replay
+        out = dst * 2
+    src.add_(100)
+    address = src.data_ptr()
+    g.replay()
+    assert torch.equal(out.cpu(), (torch.arange(64, dtype=torch.float32) + 100) * 2)
+    del src
+    others = [torch.empty(64, dtype=torch.float32).pin_memory() for _ in range(4)]
+    assert address not in {t.data_ptr() for t in others}  # still the graph's
+    g.replay()
+
+
 def test_a_reset_graph_gives_its_memory_back_and_captures_again():
     x = torch.ones(1 << 16, device=XDAL)
     torch.xdal.synchronize()
