@@ -46,6 +46,7 @@ class XdalGraph final : public at::GraphImplInterface {
 
   ~XdalGraph() override {
     try {
+      abandon_capture();
       reset();
     } catch (const std::exception& e) {
       TORCH_WARN("xdal: destroying a graph failed: ", e.what());
@@ -176,6 +177,19 @@ class XdalGraph final : public at::GraphImplInterface {
     std::vector<std::shared_ptr<void>> kept = std::move(it->second);
     keepalive().by_capture.erase(it);
     return kept;
+  }
+
+  // A graph dropped while it captures: the stream leaves the capture (else
+  // everything enqueued on it later would be recorded into a graph nobody
+  // replays), and what the capture held goes.
+  void abandon_capture() {
+    if (!capture_) return;
+    xdal_graph_t graph = nullptr;
+    if (xdal_stream_end_capture(native_stream(capture_->stream), &graph) == XDAL_SUCCESS) xdal_graph_destroy(graph);
+    end_allocate_to_pool(capture_->id);
+    take_keepalive(capture_->id);
+    capture_.reset();
+    release_graph_pool(mempool_);
   }
 
   void destroy_graph() {

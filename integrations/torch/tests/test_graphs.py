@@ -313,6 +313,20 @@ def test_what_cannot_be_captured_raises_names_itself_and_leaves_xdal_usable(what
     assert torch.equal(z.cpu(), torch.arange(8, dtype=torch.float32) * 3)
 
 
+def test_a_graph_dropped_while_capturing_ends_the_capture():
+    x = torch.ones(8, device=XDAL)
+    s = side_stream()
+    with torch.xdal.stream(s):
+        g = torch.xdal.XdalGraph()
+        g.capture_begin()
+        x.add_(1)  # recorded, never run
+        del g
+        assert not torch.xdal.is_current_stream_capturing()
+        x.add_(2)  # runs
+    torch.xdal.synchronize()
+    assert torch.equal(x.cpu(), torch.full((8,), 3.0))
+
+
 def test_the_default_stream_is_refused_and_the_graph_stays_usable():
     g = torch.accelerator.Graph()
     with pytest.raises(RuntimeError, match="other than the default stream"):
