@@ -22,6 +22,7 @@
 //   matmul.cpp            ATen kernels: mm
 //   fallback.cpp          the CPU fallback for every other operator
 //   registration.cpp      TORCH_LIBRARY_IMPL of the ATen kernels
+//   autocast.cpp          the AutocastPrivateUse1 kernels (torch.autocast("xdal"))
 //   module.cpp            the Python module torch_xdal._C
 #pragma once
 
