@@ -23,6 +23,7 @@ import torch  # noqa: E402
 
 from . import _C  # noqa: F401  loads libxdal and registers the PrivateUse1 backend
 from . import _composite_kernels  # noqa: F401  registers kernels composed of ATen operators
+from . import _distributed
 from . import _sharing
 from . import xdal as _device_module
 
@@ -42,6 +43,7 @@ def _register() -> None:
         )
     _sharing.install()
     _C._register_graph_impl()
+    _distributed.register()
 
 
 _register()
