@@ -23,6 +23,7 @@
 //   fallback.cpp          the CPU fallback for every other operator
 //   registration.cpp      TORCH_LIBRARY_IMPL of the ATen kernels
 //   autocast.cpp          the AutocastPrivateUse1 kernels (torch.autocast("xdal"))
+//   profiler_stubs.cpp    the legacy profiler's device events (ProfilerStubs)
 //   module.cpp            the Python module torch_xdal._C
 #pragma once
 
