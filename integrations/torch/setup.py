@@ -75,7 +75,9 @@ includes, libdirs = find_xdal()
 # PyTorch's headers are included as system headers: -Wall -Wextra -Werror then
 # apply to this extension's own code only (torch 2.15's headers do not build
 # warning-free under -Wextra: unused parameters, -Winterference-size).
-system_includes = [flag for d in include_paths() for flag in ("-isystem", d)]
+# Kineto's headers (the PrivateUse1 profiler plugin) sit in their own folder.
+torch_includes = include_paths() + [os.path.join(include_paths()[0], "kineto")]
+system_includes = [flag for d in torch_includes for flag in ("-isystem", d)]
 warnings = ["-Wall", "-Wextra"]
 if os.environ.get("TORCH_XDAL_WERROR", "1") == "1":
     warnings.append("-Werror")
