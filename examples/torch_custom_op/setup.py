@@ -1,4 +1,4 @@
-"""Builds the example operator library xdal_example (scaled_add.cpp)
+"""Builds the example operator library xdal_example (operators.cpp)
 against the installed PyTorch and xdal (found with pkg-config):
 
     pip install --no-build-isolation examples/torch_custom_op
@@ -27,7 +27,7 @@ setup(
     ext_modules=[
         CppExtension(
             "xdal_example",
-            ["scaled_add.cpp", "module.cpp"],
+            ["operators.cpp", "module.cpp"],
             include_dirs=[f[2:] for f in cflags if f.startswith("-I")],
             library_dirs=[f[2:] for f in libs if f.startswith("-L")],
             libraries=[f[2:] for f in libs if f.startswith("-l")],

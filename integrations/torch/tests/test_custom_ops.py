@@ -1,8 +1,9 @@
 """Custom operators on xdal: the example C++ extension
-(examples/torch_custom_op: TORCH_LIBRARY, an xdal kernel launching a
-built-in on the current stream, Meta and Autograd kernels), built with pip
-against the installed PyTorch and xdal, eagerly and under torch.compile;
-and Python operators from torch.library with a kernel for "xdal"."""
+(examples/torch_custom_op: TORCH_LIBRARY; xdal kernels launched on the
+current stream, a built-in and one of its own in a host module; Meta and
+Autograd kernels), built with pip against the installed PyTorch and xdal,
+eagerly and under torch.compile; and Python operators from torch.library
+with a kernel for "xdal"."""
 import os
 import subprocess
 import sys
@@ -66,6 +67,19 @@ def test_its_errors_are_raised_and_leave_xdal_usable(scaled_add):
     with pytest.raises(RuntimeError, match="float32 only"):
         scaled_add(torch.ones(3, device=XDAL, dtype=torch.float64), torch.ones(3, device=XDAL), 1.0)
     assert torch.equal(scaled_add(torch.ones(3, device=XDAL), torch.ones(3, device=XDAL), 2.0).cpu(), torch.full((3,), 3.0))
+
+
+def test_an_operator_with_a_kernel_of_its_own_in_a_host_module(scaled_add):
+    a, b = make((5000,), torch.float32), make((5000,), torch.float32, seed=1)
+    op = torch.ops.xdal_example.squared_difference
+    if not torch.xdal.runs_host_kernels():
+        with pytest.raises(RuntimeError, match="loads host modules"):
+            op(a.to(XDAL), b.to(XDAL))
+        assert torch.equal((a.to(XDAL) + 1).cpu(), a + 1)  # xdal still usable
+        return
+    got = op(a.to(XDAL), b.to(XDAL))
+    assert torch.equal(got.cpu(), op(a, b))
+    assert torch.equal(got.cpu(), (a - b) * (a - b))
 
 
 def test_the_extensions_operator_under_torch_compile(scaled_add):
