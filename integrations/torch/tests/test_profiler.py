@@ -46,6 +46,7 @@ def profile_mm_and_copy(tmp_path):
         for _ in range(2):
             torch.mm(a, b)
         host.to(XDAL)
+        torch.empty(1000, device=XDAL).zero_()  # a set
         torch.xdal.synchronize()
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
@@ -57,6 +58,7 @@ def test_torch_profiler_shows_device_time_per_operator(tmp_path):
     averages = {e.key: e for e in prof.key_averages()}
     assert averages["aten::mm"].count == 2 and averages["aten::mm"].self_device_time_total > 0
     assert averages["aten::_copy_from"].device_time_total > 0  # the host-to-device copy
+    assert averages["aten::zero_"].device_time_total > 0  # the set
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1]
     assert {e.name for e in kernels} >= {"matmul_f32"}
     assert all(e.device_time_total >= 0 for e in prof.events())
@@ -67,7 +69,9 @@ def test_the_chrome_trace_links_operators_calls_and_device_work(tmp_path):
     ops = {e["args"]["External id"]: e for e in events if e.get("cat") == "cpu_op" and "External id" in e.get("args", {})}
     kernels = [e for e in events if e.get("cat") == "kernel" and e["name"] == "matmul_f32"]
     copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
-    assert len(kernels) == 2 and len(copies) >= 1
+    sets = [e for e in events if e.get("cat") == "gpu_memset"]
+    assert len(kernels) == 2 and len(copies) >= 1 and len(sets) == 1
+    assert ops[sets[0]["args"]["External id"]]["name"] == "aten::zero_"
     for k in kernels:
         op = ops[k["args"]["External id"]]
         assert op["name"] == "aten::mm"
