@@ -6,6 +6,8 @@
 #include "xdal_torch.h"
 
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/allclose.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -120,12 +122,23 @@ c10::IValue meta_twin(const c10::IValue& v) {
 // them), and `answer` takes its results' strides where they are dense.
 // False where the CPU kernel refuses or disagrees with the meta kernel on
 // sizes or dtypes.
-// `args` with every xdal tensor replaced by an uninitialised host tensor
-// of its layout.
+// `args` with every xdal tensor replaced by a host tensor of its layout,
+// holding the same deterministic values every time (varied, in [0.25,
+// 1.25): the out= variant's results are compared with the functional
+// kernel's on them).
 std::vector<c10::IValue> host_dummies(const std::vector<c10::IValue>& args) {
   auto dummy = [](const Tensor& t) -> Tensor {
     if (!t.defined() || !is_xdal(t)) return t;
-    return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+    Tensor d = at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+    // Filled through its storage: an expanded layout has elements that
+    // share memory, which copy_ refuses to write.
+    const int64_t n = static_cast<int64_t>(d.storage().nbytes() / static_cast<size_t>(d.element_size()));
+    if (n > 0 && at::isFloatingType(d.scalar_type())) {
+      Tensor flat = at::empty({0}, d.options());
+      flat.set_(d.storage(), 0, {n}, {1});
+      flat.copy_(at::arange(n, d.options()).mul_(0.377).remainder_(1.0).add_(0.25));
+    }
+    return d;
   };
   std::vector<c10::IValue> stack;
   stack.reserve(args.size());
@@ -168,10 +181,14 @@ bool run_cpu_quietly(const c10::OperatorHandle& op, std::vector<c10::IValue>& st
 // result, and writes them in place: checked by running it here on
 // `args`' dummies into results of the answer's layouts, which must keep
 // their memory and layout (mse_loss's out= kernel resizes its out first,
-// which memory over the device's could not do).
+// which memory over the device's could not do) and receive what the
+// functional kernel gave on the same dummies, `functional` (an out=
+// kernel can be wrong where the functional one is right: torch 2.15's
+// native_batch_norm.out, on a non-contiguous input).
 std::optional<c10::OperatorHandle> in_place_out_variant(const c10::OperatorHandle& op,
                                                         const std::vector<c10::IValue>& args,
-                                                        const MetaAnswer& answer) {
+                                                        const MetaAnswer& answer,
+                                                        const std::vector<c10::IValue>& functional) {
   const c10::FunctionSchema& schema = op.schema();
   for (const auto& result : answer.results)
     if (!result) return std::nullopt;
@@ -202,10 +219,15 @@ std::optional<c10::OperatorHandle> in_place_out_variant(const c10::OperatorHandl
     std::vector<std::pair<const void*, std::vector<int64_t>>> before;
     for (const Tensor& t : outs) before.emplace_back(t.data_ptr(), vec(t.strides()));
     if (!run_cpu_quietly(*out_op, stack)) return std::nullopt;
-    for (size_t r = 0; r < outs.size(); ++r)
+    for (size_t r = 0; r < outs.size(); ++r) {
       if (outs[r].data_ptr() != before[r].first || !outs[r].strides().equals(before[r].second) ||
           !outs[r].sizes().equals(answer.results[r]->sizes))
         return std::nullopt;
+      const Tensor& expected = functional.at(r).toTensor();
+      if (outs[r].scalar_type() != expected.scalar_type() ||
+          !at::allclose(outs[r], expected, /*rtol=*/0, /*atol=*/0, /*equal_nan=*/true))
+        return std::nullopt;
+    }
     return out_op;
   }
   return std::nullopt;
@@ -246,7 +268,7 @@ bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IVal
     if (!cpu.defined() || !cpu.sizes().equals(result.sizes) || cpu.scalar_type() != result.dtype) return false;
     if (cpu.is_non_overlapping_and_dense()) result.strides = vec(cpu.strides());
   }
-  answer.out_op = in_place_out_variant(op, args, answer);
+  answer.out_op = in_place_out_variant(op, args, answer, stack);
   return true;
 }
 

@@ -117,6 +117,27 @@ def test_results_written_in_place_by_out_variants_or_copied_when_those_resize():
     assert torch.equal(loss.cpu(), nn.functional.mse_loss(a, a * 0.5))
 
 
+def test_an_out_variant_that_computes_otherwise_than_the_functional_kernel_is_not_used():
+    # torch 2.15's native_batch_norm.out gives garbage for a non-contiguous
+    # input where native_batch_norm is right; the host kernel must give the
+    # functional kernel's results.
+    def strided(t):
+        r = torch.empty(t.shape + (2,), dtype=t.dtype, device=t.device)[..., 0]
+        r.copy_(t)
+        return r
+
+    x, mean, var = make((5, 5, 5), torch.float32), make((5,), torch.float32, seed=1), make((5,), torch.float32, seed=2).abs()
+    cpu = [strided(t.clone()) for t in (x, mean, var)]
+    dev = [strided(t.to("xdal")) for t in (x, mean, var)]
+    expected = torch.native_batch_norm(cpu[0], None, None, cpu[1], cpu[2], True, 0.5, 0.6)
+    torch.xdal.reset_fallback_counts()
+    got = torch.native_batch_norm(dev[0], None, None, dev[1], dev[2], True, 0.5, 0.6)
+    assert torch.xdal.host_fallback_counts().get("aten::native_batch_norm", 0) == 1
+    for g, e in zip(got, expected):
+        assert torch.equal(g.cpu(), e)
+    assert torch.equal(dev[1].cpu(), cpu[1]) and torch.equal(dev[2].cpu(), cpu[2])  # running statistics
+
+
 def test_out_arguments_of_the_right_layout_are_written_by_the_host_kernel():
     # What torch.compile's extern kernels call: out= tensors allocated at
     # the result's shape. One of another shape is resized as the CPU does,
