@@ -39,6 +39,7 @@ struct Pool {
   c10::DeviceIndex device = 0;
   int graphs = 0;    // captures begun into it whose graphs are not yet reset
   int capturing = 0;  // captures under way into it
+  size_t blocks = 0;  // blocks it owns, free or held by tensors
   std::multimap<size_t, FreeBlock> free;  // by size
   // Freed during a capture after use on other streams: only the end of the
   // capture orders those uses before a reuse.
@@ -65,15 +66,6 @@ Pools& pools() {
 std::atomic<int> captures{0};
 std::atomic<uint64_t> next_pool_id{1};
 
-// The capture `stream` takes part in, if it is active.
-std::optional<uint64_t> active_capture(const c10::Stream& stream) {
-  xdal_capture_status_t status = XDAL_CAPTURE_STATUS_NONE;
-  uint64_t id = 0;
-  TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &status, &id));
-  if (status != XDAL_CAPTURE_STATUS_ACTIVE) return std::nullopt;
-  return id;
-}
-
 // New memory for a pool: on the pools' own stream of the device, which
 // never captures, waited for so that any stream may use it at once.
 void* new_block(Pools& p, c10::DeviceIndex device, size_t size) {
@@ -86,6 +78,15 @@ void* new_block(Pools& p, c10::DeviceIndex device, size_t size) {
   TX_CHECK(xdal_malloc_async(&ptr, size, s));
   TX_CHECK(xdal_stream_synchronize(s));
   return ptr;
+}
+
+// Gives block `o` back to eager memory (the caller frees it), and forgets
+// its pool once the pool owns nothing and no graph or capture holds it.
+void disown(Pools& p, decltype(Pools::owner)::iterator o) {
+  auto it = p.by_id.find(o->second.first);
+  p.owner.erase(o);
+  Pool& pool = it->second;
+  if (--pool.blocks == 0 && pool.graphs == 0 && pool.capturing == 0) p.by_id.erase(it);
 }
 
 // Frees outside the lock what `blocks` hold (they may be deferred again).
@@ -142,26 +143,24 @@ void release_graph_pool(c10::MempoolId_t id) {
     if (it == p.by_id.end() || --it->second.graphs > 0) return;
     // No graph replays this pool's blocks any more: the free ones go back
     // to xdal now, the others when their tensors die.
-    Pool& pool = it->second;
-    for (auto& [size, block] : pool.free) {
-      p.owner.erase(block.ptr);
+    std::multimap<size_t, FreeBlock> free = std::move(it->second.free);
+    it->second.free.clear();
+    if (it->second.blocks == 0 && it->second.capturing == 0) p.by_id.erase(it);
+    for (auto& [size, block] : free) {
+      disown(p, p.owner.find(block.ptr));
       unused.push_back(std::move(block));
     }
-    pool.free.clear();
-    bool live = false;
-    for (const auto& [ptr, owner] : p.owner) live = live || owner.first == id;
-    if (!live && pool.capturing == 0) p.by_id.erase(it);
   }
   free_blocks(std::move(unused));
 }
 
 void* graph_pool_allocate(const c10::Stream& stream, size_t n) {
   if (captures.load(std::memory_order_acquire) == 0) return nullptr;
-  const std::optional<uint64_t> capture = active_capture(stream);
-  if (!capture) return nullptr;
+  uint64_t capture = 0;
+  if (capture_status(stream, &capture) != XDAL_CAPTURE_STATUS_ACTIVE) return nullptr;
   Pools& p = pools();
   std::lock_guard<std::mutex> g(p.mutex);
-  auto c = p.by_capture.find(*capture);
+  auto c = p.by_capture.find(capture);
   if (c == p.by_capture.end()) return nullptr;  // a capture torch_xdal did not begin
   Pool& pool = p.by_id.at(c->second);
   const size_t size = (n + kPoolGranule - 1) / kPoolGranule * kPoolGranule;
@@ -173,6 +172,7 @@ void* graph_pool_allocate(const c10::Stream& stream, size_t n) {
   }
   void* ptr = new_block(p, pool.device, size);
   p.owner.emplace(ptr, std::make_pair(c->second, size));
+  pool.blocks++;
   return ptr;
 }
 
@@ -181,23 +181,18 @@ bool graph_pool_free(void* ptr, const c10::Stream& stream, const std::vector<c10
   std::lock_guard<std::mutex> g(p.mutex);
   auto o = p.owner.find(ptr);
   if (o == p.owner.end()) return false;
-  const auto [id, size] = o->second;
-  auto it = p.by_id.find(id);
-  if (it == p.by_id.end() || (it->second.graphs == 0 && it->second.capturing == 0)) {
+  const size_t size = o->second.second;
+  Pool& pool = p.by_id.at(o->second.first);  // a pool lives while it owns blocks
+  if (pool.graphs == 0 && pool.capturing == 0) {
     // Its graphs are gone: the block is eager memory again.
-    p.owner.erase(o);
-    if (it != p.by_id.end()) {
-      bool live = false;
-      for (const auto& [other, owner] : p.owner) live = live || owner.first == id;
-      if (!live) p.by_id.erase(it);
-    }
+    disown(p, o);
     return false;
   }
   FreeBlock block{ptr, stream, used_on};
-  if (it->second.capturing > 0 && !block.used_on.empty()) {
-    it->second.held.emplace_back(size, std::move(block));
+  if (pool.capturing > 0 && !block.used_on.empty()) {
+    pool.held.emplace_back(size, std::move(block));
   } else {
-    it->second.free.emplace(size, std::move(block));
+    pool.free.emplace(size, std::move(block));
   }
   return true;
 }

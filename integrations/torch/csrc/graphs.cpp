@@ -67,9 +67,8 @@ class XdalGraph final : public at::GraphImplInterface {
                 "replays may run on any stream");
     const c10::MempoolId_t id = pool == c10::MempoolId_t{0, 0} ? new_graph_pool_id(/*user=*/false) : pool;
     TX_CHECK(xdal_stream_begin_capture(native_stream(stream), native));
-    xdal_capture_status_t status = XDAL_CAPTURE_STATUS_NONE;
     uint64_t capture_id = 0;
-    TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &status, &capture_id));
+    capture_status(stream, &capture_id);
     {
       std::lock_guard<std::mutex> g(keepalive().mutex);
       keepalive().by_capture[capture_id];
@@ -222,10 +221,9 @@ bool keep_for_capture(uint64_t capture_id, std::shared_ptr<void> object) {
 
 void keep_storage_for_capture(const c10::Stream& stream, const c10::Storage& storage) {
   if (!graph_capture_under_way()) return;
-  xdal_capture_status_t status = XDAL_CAPTURE_STATUS_NONE;
   uint64_t capture_id = 0;
-  TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &status, &capture_id));
-  if (status == XDAL_CAPTURE_STATUS_ACTIVE) keep_for_capture(capture_id, std::make_shared<c10::Storage>(storage));
+  if (capture_status(stream, &capture_id) == XDAL_CAPTURE_STATUS_ACTIVE)
+    keep_for_capture(capture_id, std::make_shared<c10::Storage>(storage));
 }
 
 void register_graph_impl() {
@@ -239,10 +237,10 @@ void register_graph_impl() {
       });
 }
 
-bool stream_is_capturing(const c10::Stream& stream) {
+xdal_capture_status_t capture_status(const c10::Stream& stream, uint64_t* capture_id) {
   xdal_capture_status_t status = XDAL_CAPTURE_STATUS_NONE;
-  TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &status, nullptr));
-  return status != XDAL_CAPTURE_STATUS_NONE;
+  TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &status, capture_id));
+  return status;
 }
 
 }  // namespace torch_xdal

@@ -240,9 +240,8 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   if (!eligible || device_inputs.empty() || device_inputs.size() > kMaxOperands) return false;
 
   const c10::Stream stream = current_stream(device.index());
-  xdal_capture_status_t capture = XDAL_CAPTURE_STATUS_NONE;
   uint64_t capture_id = 0;
-  TX_CHECK(xdal_stream_get_capture_info(native_stream(stream), &capture, &capture_id));
+  const xdal_capture_status_t capture = capture_status(stream, &capture_id);
   if (capture == XDAL_CAPTURE_STATUS_INVALIDATED) return false;  // the copying path reports it
   job->in_graph = capture == XDAL_CAPTURE_STATUS_ACTIVE;
 

@@ -90,6 +90,46 @@ bool describe(const c10::IValue& v, std::string& key) {
   return true;
 }
 
+// The written arguments (in place, out=) of a stack and their layouts when
+// noted: the meta kernel and the CPU kernel must leave each as it was, as
+// a kernel writing over device memory cannot reallocate or relay it
+// (mse_loss's out= kernel resizes its out first).
+class WrittenLayouts {
+ public:
+  WrittenLayouts(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& stack) {
+    for (size_t i = 0; i < schema.arguments().size() && i < stack.size(); ++i) {
+      const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
+      if (!alias || !alias->isWrite()) continue;
+      if (stack[i].isTensor()) note(stack[i].toTensor());
+      if (stack[i].isTensorList())
+        for (const Tensor& t : stack[i].toTensorList().vec()) note(t);
+    }
+  }
+
+  bool unchanged() const {
+    for (const Entry& e : entries_)
+      if (e.tensor.storage().data_ptr().get() != e.data || !e.tensor.sizes().equals(e.sizes) ||
+          !e.tensor.strides().equals(e.strides) || e.tensor.storage_offset() != e.offset)
+        return false;
+    return true;
+  }
+
+ private:
+  struct Entry {
+    Tensor tensor;
+    const void* data;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset;
+  };
+
+  void note(const Tensor& t) {
+    if (!t.defined()) return;
+    entries_.push_back({t, t.storage().data_ptr().get(), vec(t.sizes()), vec(t.strides()), t.storage_offset()});
+  }
+
+  std::vector<Entry> entries_;
+};
+
 // The meta twin of an xdal tensor: the same layout over a meta storage of
 // the same size. Other values as they are.
 c10::IValue meta_twin(const c10::IValue& v) {
@@ -235,30 +275,8 @@ std::optional<c10::OperatorHandle> in_place_out_variant(const c10::OperatorHandl
 
 bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, MetaAnswer& answer) {
   std::vector<c10::IValue> stack = host_dummies(args);
-  // Written arguments (in place, out=) must keep their memory and layout:
-  // the kernel will write them over the device's memory, which it cannot
-  // reallocate (mse_loss's out= kernel resizes its out first).
-  struct Written {
-    Tensor dummy;
-    const void* data;
-    std::vector<int64_t> sizes, strides;
-  };
-  std::vector<Written> written;
-  const auto& schema_args = op.schema().arguments();
-  for (size_t i = 0; i < args.size(); ++i) {
-    const c10::AliasInfo* alias = schema_args[i].alias_info();
-    if (!alias || !alias->isWrite()) continue;
-    auto note = [&](const Tensor& t) {
-      if (t.defined()) written.push_back({t, t.data_ptr(), vec(t.sizes()), vec(t.strides())});
-    };
-    if (stack[i].isTensor()) note(stack[i].toTensor());
-    if (stack[i].isTensorList())
-      for (const Tensor& t : stack[i].toTensorList().vec()) note(t);
-  }
-  if (!run_cpu_quietly(op, stack)) return false;
-  for (const Written& w : written)
-    if (w.dummy.data_ptr() != w.data || !w.dummy.sizes().equals(w.sizes) || !w.dummy.strides().equals(w.strides))
-      return false;
+  const WrittenLayouts written(op.schema(), stack);
+  if (!run_cpu_quietly(op, stack) || !written.unchanged()) return false;
   if (stack.size() != answer.results.size()) return false;
   for (size_t r = 0; r < stack.size(); ++r) {
     if (!answer.results[r]) continue;
@@ -286,24 +304,7 @@ MetaAnswer ask_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
   std::vector<c10::IValue> stack;
   stack.reserve(args.size());
   for (const c10::IValue& v : args) stack.push_back(meta_twin(v));
-  // Written arguments' twins, and their layout before the meta kernel: an
-  // in-place operator must leave it as it was.
-  struct Written {
-    Tensor meta;
-    std::vector<int64_t> sizes, strides;
-    int64_t offset;
-  };
-  std::vector<Written> written;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const c10::AliasInfo* alias = schema.arguments()[i].alias_info();
-    if (!alias || !alias->isWrite()) continue;
-    auto note = [&](const Tensor& t) {
-      if (t.defined()) written.push_back({t, vec(t.sizes()), vec(t.strides()), t.storage_offset()});
-    };
-    if (stack[i].isTensor()) note(stack[i].toTensor());
-    if (stack[i].isTensorList())
-      for (const Tensor& t : stack[i].toTensorList().vec()) note(t);
-  }
+  const WrittenLayouts written(schema, stack);
   MetaAnswer answer;
   try {
     c10::WarningUtils::WarningHandlerGuard guard(&collect);
@@ -311,9 +312,7 @@ MetaAnswer ask_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
   } catch (const std::exception&) {
     return answer;
   }
-  for (const Written& w : written)
-    if (!w.meta.sizes().equals(w.sizes) || !w.meta.strides().equals(w.strides) || w.meta.storage_offset() != w.offset)
-      return answer;
+  if (!written.unchanged()) return answer;
   const auto& returns = schema.returns();
   if (stack.size() != returns.size()) return answer;
   answer.results.resize(returns.size());

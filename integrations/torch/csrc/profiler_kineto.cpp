@@ -13,13 +13,13 @@
 #define FMT_HEADER_ONLY 1
 #include "xdal_torch.h"
 
+#include <c10/util/ApproximateClock.h>
 #include <torch/csrc/profiler/standalone/privateuse1_profiler.h>
 
 #include <IActivityProfiler.h>
 #include <libkineto.h>
 #include <output_base.h>
 
-#include <time.h>
 #include <unistd.h>
 
 #include <map>
@@ -40,13 +40,12 @@ ActivityType kineto_type(xdal_activity_kind_t kind) {
   }
 }
 
-// Nanoseconds to add to xdal's clock (CLOCK_MONOTONIC) for Kineto's
-// (the Unix epoch, as c10::getTime gives the operators' times).
-int64_t monotonic_to_epoch_ns() {
-  timespec real{}, mono{};
-  clock_gettime(CLOCK_REALTIME, &real);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  return (int64_t(real.tv_sec) - int64_t(mono.tv_sec)) * 1000000000 + (int64_t(real.tv_nsec) - int64_t(mono.tv_nsec));
+// Nanoseconds to add to xdal's timestamps (xdal_get_timestamp_ns's
+// clock) for the operators' (c10::getTime, the Unix epoch).
+int64_t xdal_clock_to_epoch_ns() {
+  uint64_t xdal_now = 0;
+  TX_CHECK(xdal_get_timestamp_ns(&xdal_now));
+  return c10::getTime() - int64_t(xdal_now);
 }
 
 // An xdal call that enqueued work for an operator: a runtime activity on
@@ -66,7 +65,7 @@ struct Recorded {
 class XdalKinetoSession final : public libkineto::IActivityProfilerSession {
  public:
   void start() override {
-    offset_ns_ = monotonic_to_epoch_ns();
+    offset_ns_ = xdal_clock_to_epoch_ns();
     xdal_tracer_desc_t desc{};
     desc.struct_size = sizeof desc;
     desc.api = &on_api;

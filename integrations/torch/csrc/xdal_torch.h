@@ -179,7 +179,11 @@ bool graph_capture_under_way();
 // Registers the graph implementation for torch.accelerator.Graph, under
 // the backend's name (once it is renamed).
 void register_graph_impl();
-bool stream_is_capturing(const c10::Stream& stream);
+// Whether `stream` takes part in a capture (and, if asked, which one).
+xdal_capture_status_t capture_status(const c10::Stream& stream, uint64_t* capture_id = nullptr);
+inline bool stream_is_capturing(const c10::Stream& stream) {
+  return capture_status(stream) != XDAL_CAPTURE_STATUS_NONE;
+}
 // Keeps `object` alive as long as the graph that capture `capture_id`
 // makes; false when no graph of torch_xdal's captures it.
 bool keep_for_capture(uint64_t capture_id, std::shared_ptr<void> object);

@@ -80,16 +80,12 @@ class XdalStagingBackend(C10dBackend):
 
     def _run(self, name: str, *args: Any) -> dist._Work:
         staged: list = []
-        host_args = [_stage(a, staged) for a in args]
+        host_args = [_stage(a, staged) for a in args[:1]]
+        written = len(staged) if name in _WRITES_FIRST_ARGUMENT else 0  # the first argument's tensors
+        host_args += [_stage(a, staged) for a in args[1:]]
         getattr(self._gloo, name)(*host_args).wait()
-        if name in _WRITES_FIRST_ARGUMENT:
-            written: list = []
-            _stage(args[0], written)  # the xdal tensors of the first argument, in order
-            targets = {id(t) for t, _ in written}
-            for device_tensor, host in staged:
-                if id(device_tensor) in targets:
-                    device_tensor.copy_(host)
-                    targets.discard(id(device_tensor))
+        for device_tensor, host in staged[:written]:
+            device_tensor.copy_(host)
         return _Completed(args[0] if args else None)
 
 
