@@ -3,6 +3,7 @@
 tensors) is the default for the xdal device, so init_process_group()
 without a backend serves CPU programs as before and xdal tensors too.
 Two processes on the loopback interface; every wait is bounded."""
+import gc
 import json
 import os
 import socket
@@ -172,6 +173,10 @@ if __name__ == "__main__":
     import torch_xdal  # noqa: F401
 
     result = {"cpu_default": worker_cpu_default, "collectives": worker_collectives, "ddp": worker_ddp}[scenario](rank)
+    # DDP's module and reducer sit in reference cycles that hold the group:
+    # collected now, the group (and Gloo's threads) goes at destroy, while
+    # Python runs, not in the interpreter's final collection.
+    gc.collect()
     dist.destroy_process_group()
     with open(out_path, "w") as f:
         json.dump(result, f)

@@ -78,6 +78,16 @@ class XdalStagingBackend(C10dBackend):
     def getBackendName(self) -> str:
         return BACKEND_NAME
 
+    def shutdown(self) -> None:
+        """destroy_process_group: lets Gloo go with the group, its threads
+        joined while Python runs (held here until the interpreter's last
+        garbage collection, a Gloo thread that drops the last reference to
+        a tensor would need the GIL during finalization, and abort)."""
+        self._gloo = None
+
+    def abort(self) -> None:
+        self._gloo = None
+
     def _run(self, name: str, *args: Any) -> dist._Work:
         staged: list = []
         host_args = [_stage(a, staged) for a in args[:1]]
