@@ -283,6 +283,10 @@ impl ClFunction {
                 .ok_or_else(|| failure!(XDAL_ERROR_INVALID_VALUE, "{}: grid times block overflows", self.name))?;
         }
         let local = [block.x as usize, block.y as usize, block.z as usize];
+        // Trailing dimensions of one work item are left out: OpenCL answers
+        // size 1 and id 0 for a dimension past work_dim, as for one of size
+        // 1, and the runtime sets up fewer dimensions per command.
+        let dims = global.iter().rposition(|&g| g > 1).map_or(1, |last| last + 1);
         let kernel = self.kernel.lock().unwrap_or_else(|p| p.into_inner());
         let mut next = args.iter();
         for (i, param) in params.iter().enumerate() {
@@ -306,7 +310,7 @@ impl ClFunction {
             }
             set_arg(&kernel, index, *param == Param::Pointer, value, &self.name)?;
         }
-        enqueue(&kernel, stream, &global, Some(&local))
+        enqueue(&kernel, stream, &global[..dims], Some(&local))
     }
 }
 
