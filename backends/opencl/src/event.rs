@@ -91,9 +91,9 @@ impl Event {
     pub fn make_wait(&self, stream: &Stream) -> ClResult<()> {
         match self.marker() {
             None => Ok(()),
-            Some(m) => stream.enqueue("clEnqueueBarrierWithWaitList", |queue| {
+            Some(m) => stream.enqueue("clEnqueueBarrierWithWaitList", |queue, event| {
                 // SAFETY: the queue is live; the wait list holds one live event.
-                unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, 1, &m.0) }
+                unsafe { crate::command::barrier(queue, &[m.0], event) }
             }),
         }
     }

@@ -8,6 +8,7 @@
 //! missing. Device pointers are SVM pointers, so users may offset them as
 //! any xdal device pointer; every stream is an in-order command queue.
 mod builtin;
+mod command;
 mod config;
 mod device;
 mod error;

@@ -1,9 +1,10 @@
 //! Device memory: SVM allocations of the one context, so a device pointer
 //! is a plain address valid on every device, and copies and fills through
 //! the SVM commands (which take SVM and host pointers alike).
+use crate::command;
 use crate::error::{failure, ClCall, ClResult};
 use crate::event::ClEvent;
-use crate::stream::Stream;
+use crate::stream::{Command, Stream};
 use cl3::memory::CL_MEM_READ_WRITE;
 use cl3::types::{cl_command_queue, cl_event};
 use std::alloc::Layout;
@@ -117,10 +118,8 @@ pub(crate) fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> ClResu
     let route = CopyRoute::plan(dst, src, bytes)?;
     let queue = crate::opencl().device(0).queue;
     // SAFETY: the front checked both ranges; the call waits for the copy.
-    match unsafe { route.enqueue(queue) }.cl("clEnqueueSVMMemcpy")? {
-        Some(last) => ClEvent(last).wait("xdal_memcpy"),
-        None => Ok(()),
-    }
+    let copy = |queue, event| unsafe { route.enqueue(queue, event) };
+    enqueue_and_wait("clEnqueueSVMMemcpy", "xdal_memcpy", copy, queue)
 }
 
 pub(crate) fn copy_async(dst: *mut c_void, src: *const c_void, bytes: usize, stream: &Stream) -> ClResult<()> {
@@ -128,10 +127,10 @@ pub(crate) fn copy_async(dst: *mut c_void, src: *const c_void, bytes: usize, str
     if matches!(route.moves, Move::Nothing) {
         return Ok(());
     }
-    stream.enqueue("clEnqueueSVMMemcpy", |queue| {
+    stream.enqueue("clEnqueueSVMMemcpy", |queue, event| {
         // SAFETY: the front checked both ranges; the caller keeps them
         // valid until the copy has run, as for any asynchronous copy.
-        unsafe { route.enqueue(queue) }.map(|last| last.expect("a copy with bytes to move enqueues one"))
+        unsafe { route.enqueue(queue, event) }
     })
 }
 
@@ -167,42 +166,35 @@ impl CopyRoute {
         Ok(CopyRoute { dst, src, bytes, moves, staging })
     }
 
-    /// Enqueues the copies on `queue` without waiting; returns the last
-    /// command's event (None when there is nothing to copy).
+    /// Enqueues the copies on `queue` without waiting; the last command's
+    /// event goes to `event` (NULL: none wanted; nothing is written when
+    /// there is nothing to copy).
     ///
     /// # Safety
     /// Both ranges must be SVM or host memory that stays valid until the
-    /// copies have run.
-    unsafe fn enqueue(&self, queue: cl_command_queue) -> Result<Option<cl_event>, i32> {
-        let copy = |dst: *mut c_void, src: *const c_void, bytes: usize| {
+    /// copies have run; `event` is NULL or writable.
+    unsafe fn enqueue(&self, queue: cl_command_queue, event: *mut cl_event) -> Result<(), i32> {
+        let none = std::ptr::null_mut();
+        let copy = |dst: *mut c_void, src: *const c_void, bytes: usize, event: *mut cl_event| {
             // SAFETY: every copy below lies within the caller's ranges or
             // the staging buffer, and its two ranges are disjoint by the
             // plan's construction.
-            unsafe { cl3::command_queue::enqueue_svm_mem_cpy(queue, 0, dst, src, bytes, 0, std::ptr::null()) }
+            unsafe { command::copy(queue, dst, src, bytes, event) }
         };
         match &self.moves {
-            Move::Nothing => Ok(None),
-            Move::Direct => copy(self.dst, self.src, self.bytes).map(Some),
+            Move::Nothing => Ok(()),
+            Move::Direct => copy(self.dst, self.src, self.bytes, event),
             Move::Pieces(pieces) => {
-                let mut last = None;
-                for piece in pieces {
-                    let event = copy(piece.dst as *mut c_void, piece.src as *const c_void, piece.bytes)?;
-                    drop(last.replace(ClEvent(event)));
-                }
-                Ok(last.map(|event| {
-                    let raw = event.0;
-                    std::mem::forget(event);
-                    raw
-                }))
+                let last = pieces.len().saturating_sub(1);
+                pieces.iter().enumerate().try_for_each(|(i, piece)| {
+                    let event = if i == last { event } else { none };
+                    copy(piece.dst as *mut c_void, piece.src as *const c_void, piece.bytes, event)
+                })
             }
             Move::Staged => {
-                let staged = copy(self.staging, self.src, self.bytes)
-                    .and_then(|first| {
-                        drop(ClEvent(first));
-                        copy(self.dst, self.staging, self.bytes)
-                    })
-                    .and_then(|second| {
-                        drop(ClEvent(second));
+                let staged = copy(self.staging, self.src, self.bytes, none)
+                    .and_then(|()| copy(self.dst, self.staging, self.bytes, none))
+                    .and_then(|()| {
                         let pointers = [self.staging.cast_const()];
                         // SAFETY: the staging buffer is this context's SVM;
                         // no callback: the runtime calls clSVMFree itself
@@ -219,48 +211,45 @@ impl CopyRoute {
                             )
                         }
                     });
-                if staged.is_err() {
-                    // Whatever was enqueued reads the buffer until done.
-                    let _ = cl3::command_queue::finish(queue);
-                    // SAFETY: no command uses the buffer any more.
-                    let _ = unsafe { cl3::memory::svm_free(crate::opencl().context.0, self.staging) };
+                match staged {
+                    // SAFETY: the caller's `event` is NULL or writable.
+                    Ok(free) if !event.is_null() => unsafe { event.write(free) },
+                    Ok(free) => drop(ClEvent(free)),
+                    Err(_) => {
+                        // Whatever was enqueued reads the buffer until done.
+                        let _ = cl3::command_queue::finish(queue);
+                        // SAFETY: no command uses the buffer any more.
+                        let _ = unsafe { cl3::memory::svm_free(crate::opencl().context.0, self.staging) };
+                    }
                 }
-                staged.map(Some)
+                staged.map(drop)
             }
         }
     }
 }
 
-/// Enqueues a fill of `bytes` bytes at `dst` with `value` on `queue`.
-///
-/// # Safety
-/// `[dst, dst + bytes)` must be SVM memory of the context (the front checks
-/// ranges) and stay allocated until the fill has run.
-unsafe fn enqueue_fill(queue: cl_command_queue, dst: *mut c_void, value: u8, bytes: usize) -> Result<cl_event, i32> {
-    // SAFETY: per the contract above; OpenCL copies the one-byte pattern at
-    // enqueue time.
-    unsafe {
-        cl3::command_queue::enqueue_svm_mem_fill(
-            queue,
-            dst,
-            (&value as *const u8).cast(),
-            1,
-            bytes,
-            0,
-            std::ptr::null(),
-        )
+/// Runs `command` on `queue` with an event, and waits for it: a
+/// synchronous operation (the queue is the device's own; the front has
+/// ordered the call after the current device's default stream).
+fn enqueue_and_wait(what: &str, waiter: &str, command: impl Command, queue: cl_command_queue) -> ClResult<()> {
+    let mut raw: cl_event = std::ptr::null_mut();
+    command(queue, &mut raw).cl(what)?;
+    // No event: the command had nothing to do.
+    if raw.is_null() {
+        return Ok(());
     }
+    ClEvent(raw).wait(waiter)
 }
 
 pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> ClResult<()> {
     let queue = crate::opencl().device(0).queue;
     // SAFETY: the front checked the range; the call waits for the fill.
-    let fill = ClEvent(unsafe { enqueue_fill(queue, dst, value, bytes) }.cl("clEnqueueSVMMemFill")?);
-    fill.wait("xdal_memset")
+    let fill = |queue, event| unsafe { command::fill(queue, dst, value, bytes, event) };
+    enqueue_and_wait("clEnqueueSVMMemFill", "xdal_memset", fill, queue)
 }
 
 pub(crate) fn set_async(dst: *mut c_void, value: u8, bytes: usize, stream: &Stream) -> ClResult<()> {
     // SAFETY: the front checked the range; the memory stays allocated until
     // the stream's work is done (xdal_free waits for it).
-    stream.enqueue("clEnqueueSVMMemFill", |queue| unsafe { enqueue_fill(queue, dst, value, bytes) })
+    stream.enqueue("clEnqueueSVMMemFill", |queue, event| unsafe { command::fill(queue, dst, value, bytes, event) })
 }

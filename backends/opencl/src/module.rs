@@ -338,21 +338,9 @@ fn set_arg(kernel: &Kernel, index: u32, pointer: bool, value: &[u8], name: &str)
 
 fn enqueue(kernel: &Kernel, stream: &Stream, global: &[usize], local: Option<&[usize; 3]>) -> ClResult<()> {
     let local = local.map_or(std::ptr::null(), |l| l.as_ptr());
-    stream.enqueue("clEnqueueNDRangeKernel", |queue| {
-        // SAFETY: live queue and kernel with every argument set; the sizes
-        // arrays hold `global.len()` entries.
-        unsafe {
-            cl3::command_queue::enqueue_nd_range_kernel(
-                queue,
-                kernel.0,
-                global.len() as u32,
-                std::ptr::null(),
-                global.as_ptr(),
-                local,
-                0,
-                std::ptr::null(),
-            )
-        }
-    })?;
-    Ok(())
+    stream.enqueue("clEnqueueNDRangeKernel", |queue, event| {
+        // SAFETY: live queue and kernel with every argument set; `local` is
+        // NULL or holds `global.len()` entries.
+        unsafe { crate::command::kernel(queue, kernel.0, global, local, event) }
+    })
 }

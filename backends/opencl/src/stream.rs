@@ -3,8 +3,9 @@
 //! own (never inside an OpenCL callback, where the runtime forbids blocking
 //! calls): a marker says when the work before is done, and a user event
 //! holds the work after until the function has returned.
+use crate::command;
 use crate::device::Queue;
-use crate::error::{failure, ClCall, ClResult, Failure};
+use crate::error::{cl_failure, failure, ClCall, ClResult, Failure};
 use crate::event::ClEvent;
 use cl3::types::{cl_command_queue, cl_event};
 use std::ffi::c_void;
@@ -26,16 +27,29 @@ pub(crate) struct Stream {
     pub device: usize,
     queue: Arc<Queue>,
     flusher: Arc<Flusher>,
-    /// The last command enqueued: in order, its completion is the stream's.
-    /// Held by value, not shared: a command costs no allocation, and who
-    /// needs the event beyond the lock takes a reference of its own
-    /// (`mark`, `synchronize`).
-    last: Mutex<Option<ClEvent>>,
+    tail: Mutex<Tail>,
     /// The first failure seen, returned by every later query (sticky, as a
     /// device error is on CUDA).
     error: Mutex<Option<Failure>>,
     host: Mutex<Option<mpsc::Sender<HostCall>>>,
 }
+
+/// Where the stream's work ends. Commands ask the runtime for an event
+/// only when something waits on them (the flusher, the tracer, an event
+/// record); the others go without, and a query or synchronization that
+/// finds such commands after the last event enqueues a marker to have one.
+struct Tail {
+    /// The last command with an event. Held by value, not shared: who
+    /// needs it beyond the lock takes a reference of its own.
+    last: Option<ClEvent>,
+    /// Whether commands without an event came after `last`.
+    unmarked: bool,
+}
+
+/// A command to enqueue: given the queue and where to write its event
+/// (NULL: no event wanted), as OpenCL's enqueue calls take them.
+pub(crate) trait Command: FnOnce(cl_command_queue, *mut cl_event) -> Result<(), i32> {}
+impl<F: FnOnce(cl_command_queue, *mut cl_event) -> Result<(), i32>> Command for F {}
 
 // SAFETY: OpenCL queues are thread-safe by the specification; the rest is
 // behind mutexes.
@@ -56,7 +70,7 @@ impl Stream {
             device,
             queue,
             flusher,
-            last: Mutex::new(None),
+            tail: Mutex::new(Tail { last: None, unmarked: false }),
             error: Mutex::new(None),
             host: Mutex::new(None),
         });
@@ -64,48 +78,76 @@ impl Stream {
         Ok(stream)
     }
 
-    /// Enqueues one command (`command` returns its event), which becomes
-    /// the stream's last, and sees that it starts (`Flusher`).
-    pub fn enqueue(&self, what: &str, command: impl FnOnce(cl_command_queue) -> Result<cl_event, i32>) -> ClResult<()> {
-        self.enqueue_then(what, command, |_| Ok(()))
-    }
-
-    /// As `enqueue`, then `then` with the command's event while it is still
-    /// the stream's last.
-    fn enqueue_then<T>(
-        &self,
-        what: &str,
-        command: impl FnOnce(cl_command_queue) -> Result<cl_event, i32>,
-        then: impl FnOnce(&ClEvent) -> ClResult<T>,
-    ) -> ClResult<T> {
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        let event = ClEvent(command(self.queue.0).cl(what)?);
-        let timing = crate::timing::take();
-        if timing != 0 {
-            crate::timing::watch(event.0, self.device, timing);
-        }
-        let flushed = self.flusher.enqueued(&event);
-        let result = then(&event);
-        *last = Some(event);
-        flushed.and(result)
+    /// Enqueues one command and sees that it starts (`Flusher`).
+    pub fn enqueue(&self, what: &str, command: impl Command) -> ClResult<()> {
+        self.push(what, command, false).map(drop)
     }
 
     /// A marker after all work enqueued so far; the caller holds a
     /// reference to it of its own.
     pub fn mark(&self) -> ClResult<ClEvent> {
-        self.enqueue_then(
+        let marker = self.push(
             "clEnqueueMarkerWithWaitList",
-            |queue| {
-                // SAFETY: the queue is live; an empty wait list.
-                unsafe { cl3::command_queue::enqueue_marker_with_wait_list(queue, 0, std::ptr::null()) }
-            },
-            ClEvent::retained,
-        )
+            // SAFETY: the queue is live.
+            |queue, event| unsafe { command::marker(queue, event) },
+            true,
+        )?;
+        Ok(marker.expect("a kept command has its event"))
     }
 
-    /// The last command's event, with a reference of the caller's own.
+    /// Enqueues `command`, with an event where something waits on it, and
+    /// returns a reference of the caller's own to that event if `keep`.
+    fn push(&self, what: &str, command: impl Command, keep: bool) -> ClResult<Option<ClEvent>> {
+        let timing = crate::timing::take();
+        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let wanted = keep || timing != 0 || !self.flusher.in_flight();
+        let mut raw: cl_event = std::ptr::null_mut();
+        if let Err(code) = command(self.queue.0, if wanted { &mut raw } else { std::ptr::null_mut() }) {
+            crate::timing::now(timing);
+            return Err(cl_failure(what, code));
+        }
+        let mut event = (!raw.is_null()).then_some(ClEvent(raw));
+        if timing != 0 {
+            match &event {
+                Some(e) => crate::timing::watch(e.0, self.device, timing),
+                None => crate::timing::now(timing),
+            }
+        }
+        let mut flushed = Ok(());
+        if self.flusher.enqueued() {
+            // Nothing flushed is running (it completed since `in_flight`
+            // was read, if this command went without an event): this one
+            // starts now and is watched, through a marker if need be.
+            event = event.or_else(|| self.marker());
+            flushed = self.flusher.flush_watching(event.as_ref());
+        }
+        let kept = if keep { event.as_ref().map(ClEvent::retained).transpose() } else { Ok(None) };
+        match event {
+            Some(event) => *tail = Tail { last: Some(event), unmarked: false },
+            None => tail.unmarked = true,
+        }
+        drop(tail);
+        flushed.and(kept)
+    }
+
+    /// A marker enqueued directly, with its event (None if the runtime
+    /// refuses it).
+    fn marker(&self) -> Option<ClEvent> {
+        let mut raw: cl_event = std::ptr::null_mut();
+        // SAFETY: the queue is live; `raw` is writable.
+        let made = unsafe { command::marker(self.queue.0, &mut raw) };
+        (made.is_ok() && !raw.is_null()).then_some(ClEvent(raw))
+    }
+
+    /// An event that completes with all the work enqueued so far (None
+    /// when there was none), with a reference of the caller's own.
     fn last(&self) -> ClResult<Option<ClEvent>> {
-        self.last.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(ClEvent::retained).transpose()
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        if tail.unmarked {
+            drop(tail);
+            return self.mark().map(Some);
+        }
+        tail.last.as_ref().map(ClEvent::retained).transpose()
     }
 
     fn sticky(&self, result: ClResult<()>) -> ClResult<()> {
@@ -129,18 +171,22 @@ impl Stream {
     }
 
     pub fn query(&self) -> ClResult<()> {
-        // The status is read under the lock: no reference taken, no wait.
-        let last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        let state = last.as_ref().map_or(Ok(()), |e| e.done("xdal_stream_query"));
-        drop(last);
+        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let state = if tail.unmarked {
+            drop(tail);
+            self.mark().and_then(|marker| marker.done("xdal_stream_query"))
+        } else {
+            // The status is read under the lock: no reference taken, no wait.
+            tail.last.as_ref().map_or(Ok(()), |e| e.done("xdal_stream_query"))
+        };
         self.sticky(state)
     }
 
     pub fn synchronize(&self) -> ClResult<()> {
-        let finished = cl3::command_queue::finish(self.queue.0).cl("clFinish");
-        let state = finished
-            .and_then(|()| self.last())
-            .and_then(|last| last.map_or(Ok(()), |e| e.wait("xdal_stream_synchronize")));
+        let state = self.last().and_then(|last| {
+            cl3::command_queue::finish(self.queue.0).cl("clFinish")?;
+            last.map_or(Ok(()), |e| e.wait("xdal_stream_synchronize"))
+        });
         self.sticky(state)
     }
 
@@ -162,9 +208,9 @@ impl Stream {
                 .map_err(|e| failure!(XDAL_ERROR_OUT_OF_MEMORY, "no thread for host functions: {e}"))?;
             *host = Some(sender);
         }
-        self.enqueue("clEnqueueBarrierWithWaitList", |queue| {
+        self.enqueue("clEnqueueBarrierWithWaitList", |queue, event| {
             // SAFETY: the queue is live; the wait list holds one live user event.
-            unsafe { cl3::command_queue::enqueue_barrier_with_wait_list(queue, 1, &gate_event) }
+            unsafe { command::barrier(queue, &[gate_event], event) }
         })?;
         let call = HostCall { after, gate, timing, func, user_data: user_data as usize };
         host.as_ref()
@@ -200,19 +246,35 @@ impl Flusher {
         Flusher { queue, state: AtomicU8::new(0) }
     }
 
-    /// After a command (`event`) is enqueued: if a callback is in flight,
-    /// marks the command for it to flush; else flushes it and watches for
-    /// its completion. (Both bits change in single atomic operations on
-    /// one word: a callback that clears `IN_FLIGHT` either sees the
-    /// `UNFLUSHED` of a command marked before, and flushes it, or comes
-    /// first, and the command's enqueue then finds nothing in flight and
-    /// flushes it itself. No command is left unissued.)
-    fn enqueued(self: &Arc<Self>, event: &ClEvent) -> ClResult<()> {
-        if self.state.fetch_or(IN_FLIGHT | UNFLUSHED, Ordering::AcqRel) & IN_FLIGHT != 0 {
-            return Ok(());
-        }
+    /// Whether a flushed command's completion callback is still to run
+    /// (then the next command needs no event of its own: the callback
+    /// flushes it).
+    fn in_flight(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & IN_FLIGHT != 0
+    }
+
+    /// After a command is enqueued: if a callback is in flight, marks the
+    /// command for it to flush and returns false; else returns true, and
+    /// the caller flushes it with `flush_watching`. (Both bits change in
+    /// single atomic operations on one word: a callback that clears
+    /// `IN_FLIGHT` either sees the `UNFLUSHED` of a command marked before,
+    /// and flushes it, or comes first, and the command's enqueue then finds
+    /// nothing in flight and flushes it itself. No command is left
+    /// unissued.)
+    fn enqueued(&self) -> bool {
+        self.state.fetch_or(IN_FLIGHT | UNFLUSHED, Ordering::AcqRel) & IN_FLIGHT == 0
+    }
+
+    /// Flushes the queue and watches `event`, the last command, for its
+    /// completion; with no event to watch, nothing is in flight after the
+    /// flush, and the next command flushes itself.
+    fn flush_watching(self: &Arc<Self>, event: Option<&ClEvent>) -> ClResult<()> {
         self.state.fetch_and(!UNFLUSHED, Ordering::AcqRel);
         cl3::command_queue::flush(self.queue.0).cl("clFlush")?;
+        let Some(event) = event else {
+            self.complete();
+            return Ok(());
+        };
         let watcher = Arc::into_raw(self.clone()).cast_mut().cast::<c_void>();
         let watched = cl3::event::set_event_callback(event.0, cl3::event::CL_COMPLETE, flush_after, watcher);
         if watched.is_err() {
@@ -271,8 +333,10 @@ impl Drop for Stream {
         // Pending work still completes; the device keeps the queue, and the
         // last command, until a device synchronization has waited for it
         // or it is done.
+        let tail = self.tail.get_mut().unwrap_or_else(|p| p.into_inner());
+        let (unmarked, last) = (tail.unmarked, tail.last.take());
+        let last = if unmarked { self.marker() } else { last };
         let _ = cl3::command_queue::flush(self.queue.0);
-        let last = self.last.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         crate::opencl()
             .device(self.device)
             .retired

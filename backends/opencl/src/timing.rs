@@ -39,7 +39,12 @@ pub(crate) fn take() -> usize {
 /// For an operation that enqueues no command (a launch with nothing to
 /// do, or refused): its times are now, if they were asked for.
 pub(crate) fn no_command() {
-    let slots = take();
+    now(take());
+}
+
+/// Writes now as both times to `slots`, if there are any (0: none): for an
+/// operation that ran no command, or none with an event to read.
+pub(crate) fn now(slots: usize) {
     if slots != 0 {
         let now = monotonic_ns();
         write(slots, now, now);
