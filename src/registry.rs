@@ -263,16 +263,29 @@ impl Registry {
         }
     }
 
+    /// Registers `allocation`, and gives the calling thread's cache the
+    /// answer about it: the thread that allocates is the one that uses the
+    /// memory next (a framework's result, checked at the launch that
+    /// writes it), whose first check would otherwise take the locked
+    /// search.
     pub fn insert(&self, allocation: Allocation) {
+        let validity = self.insert_locked(allocation);
+        self.remember(Place::Allocated(allocation), allocation.base, allocation.size, validity);
+    }
+
+    /// `insert` under the write lock; returns what the new allocation's
+    /// answer holds while (`Recent::bucket`, `stamp`), read under it.
+    fn insert_locked(&self, allocation: Allocation) -> (usize, u64) {
         let mut maps = self.map.write().ignore_poison();
         let (base, size) = (allocation.base, allocation.size);
+        let bucket = removal_bucket(base);
         if let Some(entry) = maps.by_base.get_mut(&base) {
             if entry.allocation.is_none() && entry.size == size {
                 // The block a pool took back, handed out again: one flip.
                 entry.allocation = Some(allocation);
                 self.tombstones.fetch_sub(1, Ordering::Relaxed);
                 self.inserts.fetch_add(1, Ordering::Release);
-                return;
+                return (bucket, self.removals[bucket].load(Ordering::Acquire));
             }
         }
         // Tombstones the new allocation covers, including one that starts
@@ -294,6 +307,7 @@ impl Registry {
         maps.by_base.insert(base, Entry { allocation: Some(allocation), size });
         maps.ranges.insert(base, size);
         self.inserts.fetch_add(1, Ordering::Release);
+        (bucket, self.removals[bucket].load(Ordering::Acquire))
     }
 
     /// Removes the allocation that starts exactly at `base` if `wanted`
@@ -332,15 +346,28 @@ impl Registry {
             Some(a) => (Place::Allocated(a), a.base, a.base + a.size),
             None => (probe(addr).map_or(Place::Unregistered, Place::Freed), addr, addr + 1),
         };
+        self.remember(place, lo, hi - lo, validity);
+        place
+    }
+
+    /// Puts an answer about `[lo, lo + len)` into the calling thread's
+    /// cache, in place of an answer that no longer holds if there is one
+    /// (a result freed since: a loop that allocates a result per operation
+    /// then keeps its operands' answers), else of the oldest.
+    fn remember(&self, place: Place, lo: usize, len: usize, validity: (usize, u64)) {
+        let key = self.key();
         RECENT_PLACES.with(|recent| {
             if recent.key.replace(key) != key {
                 recent.entries.iter().for_each(|entry| entry.set(EMPTY));
             }
-            let i = recent.next.replace((recent.next.get() + 1) % RECENT);
-            recent.entries[i].set(Recent::of(place, lo, hi - lo, validity));
+            let stale = recent.entries.iter().position(|entry| {
+                let entry = entry.get();
+                entry.len == 0 || !entry.holds(self)
+            });
+            let i = stale.unwrap_or_else(|| recent.next.replace((recent.next.get() + 1) % RECENT));
+            recent.entries[i].set(Recent::of(place, lo, len, validity));
             recent.places[i].set(place);
         });
-        place
     }
 
     /// This registry: whose answers a thread's cache holds.
@@ -502,7 +529,15 @@ mod tests {
         let cached_sides_one = |addr, bytes| registry.cached_sides([addr], bytes).map(|[side]| side);
         registry.insert(Allocation { base: 1000, size: 100, memory: MemoryType::Device(1) });
         registry.insert(Allocation { base: 2000, size: 100, memory: MemoryType::Host });
-        assert!(cached_sides_one(1010, 8).is_none(), "nothing asked yet: no answer");
+        assert_eq!(
+            cached_sides_one(1010, 8),
+            Some(MemoryType::Device(1)),
+            "the allocating thread knows its allocation"
+        );
+        std::thread::scope(|scope| {
+            let elsewhere = scope.spawn(|| registry.cached_sides([1010], 8)).join().unwrap();
+            assert!(elsewhere.is_none(), "another thread has asked nothing yet: no answer");
+        });
         // Answers come from `place` and are reused for ranges that fit.
         registry.place(1010, |_| None);
         registry.place(2010, |_| None);
@@ -531,5 +566,31 @@ mod tests {
         assert_eq!(cached_sides_one(2050, 8), Some(MemoryType::Host));
         assert!(registry.remove_if(2000, |_| true).is_some());
         assert_eq!(cached_sides_one(2050, 8), None);
+    }
+
+    #[test]
+    fn operands_stay_cached_while_results_come_and_go() {
+        // A framework's loop: two operands asked about, then per operation
+        // a result allocated, checked, and the previous result freed.
+        let registry = Registry::new();
+        let device = MemoryType::Device(0);
+        registry.insert(Allocation { base: 0x10_0000, size: 4096, memory: device });
+        registry.insert(Allocation { base: 0x20_0000, size: 4096, memory: device });
+        // Results outside the operands' removal buckets: a free voids the
+        // answers of its whole bucket, by design (a miss then only takes
+        // the locked search); what is tested is which entry a new answer
+        // replaces.
+        let operand_buckets = [removal_bucket(0x10_0000), removal_bucket(0x20_0000)];
+        let results = (0..).map(|i: usize| 0x100_0000 + i * 0x1_0000);
+        let results = results.filter(|&base| !operand_buckets.contains(&removal_bucket(base)));
+        let mut previous = None;
+        for (i, result) in results.take(64).enumerate() {
+            registry.insert(Allocation { base: result, size: 4096, memory: device });
+            let sides = registry.cached_sides([0x10_0000, 0x20_0000, result], 4096);
+            assert_eq!(sides, Some([device; 3]), "operation {i}: every check answered from the cache");
+            if let Some(previous) = previous.replace(result) {
+                assert!(registry.remove_if(previous, |_| true).is_some());
+            }
+        }
     }
 }
