@@ -276,7 +276,11 @@ void launch(xdal_function_t fn, const c10::Stream& stream, int64_t n, bool built
   xdal_dim3_t grid{1, 1, 1};
   xdal_dim3_t block{1, 1, 1};
   if (builtin_kernel) {
-    grid.x = uint32_t(std::clamp<int64_t>((n + 255) / 256, 1, 1024));
+    // Built-ins are grid-stride loops: 16 elements a thread at least. A
+    // block costs a call (and on a GPU a scheduling slot), so a small
+    // tensor is one block, and a launch of 1e3 elements does not hand
+    // three blocks to other workers for 256 elements each.
+    grid.x = uint32_t(std::clamp<int64_t>((n + 4095) / 4096, 1, 1024));
     block.x = 256;
   } else {
     grid.x = uint32_t(std::clamp<int64_t>((n + 32767) / 32768, 1, 64));
