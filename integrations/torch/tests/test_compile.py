@@ -147,3 +147,26 @@ def test_without_host_code_compiled_kernels_run_over_copies_after_one_warning():
         out = torch.compile(f)(x, y)
     torch.testing.assert_close(out.cpu(), x.cpu() * 2)
     torch.testing.assert_close(y.cpu(), x.cpu() + x.cpu().exp())
+
+
+def test_max_pooling_on_xdal_runs_atens_kernel_and_leaves_the_cpu_to_inductor():
+    # Inductor's C++ for max_pool2d_with_indices is several times slower
+    # than ATen's kernel here, so on xdal the pooling (and its backward) is
+    # an extern call of the ATen op; other devices keep Inductor's code.
+    from torch._inductor.utils import run_and_get_code
+
+    def step(x):
+        return torch.nn.functional.max_pool2d(x.relu(), 2).sum()
+
+    x = make((2, 3, 8, 8), torch.float32)
+    for device, extern in ((XDAL, True), (torch.device("cpu"), False)):
+        torch._dynamo.reset()
+        xs = x.to(device).requires_grad_()
+        # Compiled afresh: a graph cached from elsewhere says nothing.
+        with torch._inductor.config.patch(fx_graph_cache=False), \
+                torch._functorch.config.patch(enable_autograd_cache=False):
+            result, code = run_and_get_code(lambda: torch.compile(step)(xs).backward() or xs.grad)
+        torch.testing.assert_close(result.cpu(), torch.func.grad(step)(x), rtol=1e-5, atol=1e-6)
+        source = "\n".join(code)
+        assert ("aten.max_pool2d_with_indices.default" in source) == extern, device
+        assert ("aten.max_pool2d_with_indices_backward.default" in source) == extern, device
