@@ -269,23 +269,25 @@ impl Registry {
     /// writes it), whose first check would otherwise take the locked
     /// search.
     pub fn insert(&self, allocation: Allocation) {
-        let validity = self.insert_locked(allocation);
+        let mut maps = self.map.write().ignore_poison();
+        self.insert_into(&mut maps, allocation);
+        // What the answer holds while, read under the lock that made it
+        // true: a later removal moves the counter read here.
+        let bucket = removal_bucket(allocation.base);
+        let validity = (bucket, self.removals[bucket].load(Ordering::Acquire));
+        drop(maps);
         self.remember(Place::Allocated(allocation), allocation.base, allocation.size, validity);
     }
 
-    /// `insert` under the write lock; returns what the new allocation's
-    /// answer holds while (`Recent::bucket`, `stamp`), read under it.
-    fn insert_locked(&self, allocation: Allocation) -> (usize, u64) {
-        let mut maps = self.map.write().ignore_poison();
+    fn insert_into(&self, maps: &mut Maps, allocation: Allocation) {
         let (base, size) = (allocation.base, allocation.size);
-        let bucket = removal_bucket(base);
         if let Some(entry) = maps.by_base.get_mut(&base) {
             if entry.allocation.is_none() && entry.size == size {
                 // The block a pool took back, handed out again: one flip.
                 entry.allocation = Some(allocation);
                 self.tombstones.fetch_sub(1, Ordering::Relaxed);
                 self.inserts.fetch_add(1, Ordering::Release);
-                return (bucket, self.removals[bucket].load(Ordering::Acquire));
+                return;
             }
         }
         // Tombstones the new allocation covers, including one that starts
@@ -307,7 +309,6 @@ impl Registry {
         maps.by_base.insert(base, Entry { allocation: Some(allocation), size });
         maps.ranges.insert(base, size);
         self.inserts.fetch_add(1, Ordering::Release);
-        (bucket, self.removals[bucket].load(Ordering::Acquire))
     }
 
     /// Removes the allocation that starts exactly at `base` if `wanted`
