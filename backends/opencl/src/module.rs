@@ -16,7 +16,7 @@ use cl3::kernel::{
 };
 use cl3::types::cl_kernel;
 use std::ffi::{c_void, CStr, CString};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use xdal_abi::{xdal_dim3_t, xdal_kernel_arg_t};
 
 pub(crate) enum ClModule {
@@ -64,21 +64,6 @@ pub(crate) struct ClFunction {
     _program: Arc<Program>,
 }
 
-/// A built-in program once its build has been tried.
-type Built = OnceLock<Result<Arc<Program>, Failure>>;
-
-/// The built-in programs, each built on first use.
-fn builtin_program(index: usize) -> ClResult<Arc<Program>> {
-    static PROGRAMS: OnceLock<Vec<Built>> = OnceLock::new();
-    let programs = PROGRAMS.get_or_init(|| (0..builtin::program_count()).map(|_| OnceLock::new()).collect());
-    programs[index]
-        .get_or_init(|| {
-            let what = format!("built-in program {index}");
-            program::from_source(&builtin::program_source(index), &what).map(Arc::new)
-        })
-        .clone()
-}
-
 /// An image is OpenCL C when it is text; NUL bytes at its end are allowed
 /// (a C string's terminator).
 fn as_source(image: &[u8]) -> Option<&str> {
@@ -120,7 +105,7 @@ impl ClModule {
                     .ok()
                     .and_then(builtin::find)
                     .ok_or_else(|| failure!(XDAL_ERROR_NOT_FOUND, "no built-in kernel is called {shown:?}"))?;
-                (builtin_program(b.program)?, Some(b))
+                (builtin::program(b.program)?, Some(b))
             }
             ClModule::Program(program) => (program.clone(), None),
         };

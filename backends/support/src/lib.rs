@@ -6,14 +6,16 @@
 //! refuses the same shapes; the catalogue of built-in kernels by name; how
 //! to give overlapping copies memmove's result with copies that may not
 //! overlap; the one rule for reading settings from the environment; the
-//! clock of every timestamp. A
-//! backend crate keeps only what is its own.
+//! clock of every timestamp; the device backends' built-in kernels (their
+//! source, names, argument layouts and host-side checks). A backend crate
+//! keeps only what is its own.
 mod catalogue;
 pub mod clock;
 pub mod env;
 mod error;
 mod getter;
 mod handle;
+pub mod kernels;
 pub mod overlap;
 pub mod strided;
 

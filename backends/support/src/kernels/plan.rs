@@ -14,7 +14,7 @@
 use super::check::Span;
 use super::dtype::DType;
 use super::{ArgValues, Kind, Plan};
-use xdal_backend_support::strided::Walk;
+use crate::strided::Walk;
 
 /// Work items for up to `MANY` units of work.
 const FEW: usize = 1 << 10;

@@ -1,7 +1,8 @@
 //! The built-ins' host side, without an OpenCL runtime: the type table
 //! against the ABI, the list of kernels and their programs' sources, and
-//! the plans' refusals and work-item counts. (tests/builtins_match_fake.rs
-//! runs every kernel against the fake backend.)
+//! the plans' refusals and work-item counts. (The OpenCL backend's
+//! tests/builtins_match_fake.rs runs every kernel against the fake
+//! backend.)
 use super::dtype::DTYPES;
 use super::*;
 
