@@ -5,7 +5,7 @@
 // elements, or of bytes of a packed destination; a same-width in-place
 // cast (dst == src) reads each element before writing it, in the same
 // work item.
-static void CAST_NAME(__global const S_(s) *src, __global D_(s) *dst, ulong n) {
+FUNCTION void CAST_NAME(__global const S_(s) *src, __global D_(s) *dst, ulong n) {
   ulong first, end;
 #if D_(PACKED)
   share((n + 1) / 2, 1, &first, &end);

@@ -27,7 +27,7 @@ __kernel void XCAT(fill, T)(__global T_(s) *dst, ulong n, T_(s) value) {
 // One element of add, mul or axpby, in the accumulator, rounded or
 // wrapped back once: axpby is alpha * x + beta * y, with both products
 // rounded (no fused multiply-add) and operands in the fake's order.
-static inline T_(v) XCAT(zip_op, T)(int op, T_(v) x, T_(v) y, T_(a) alpha, T_(a) beta) {
+INLINE T_(v) XCAT(zip_op, T)(int op, T_(v) x, T_(v) y, T_(a) alpha, T_(a) beta) {
   T_(a) p = T_(acc)(x);
   T_(a) q = T_(acc)(y);
   if (op == ZIP_ADD) return T_(unacc)(T_(add)(p, q));
@@ -39,7 +39,7 @@ static inline T_(v) XCAT(zip_op, T)(int op, T_(v) x, T_(v) y, T_(a) alpha, T_(a)
 
 // out[i] = op(a[i], b[i]) for i < n; `out` may be `a` and/or `b` (each
 // element, or byte, is read before it is written, by one work item).
-static inline void XCAT(zip, T)(__global const T_(s) *a, __global const T_(s) *b, __global T_(s) *out, ulong n, int op,
+INLINE void XCAT(zip, T)(__global const T_(s) *a, __global const T_(s) *b, __global T_(s) *out, ulong n, int op,
                                 T_(a) alpha, T_(a) beta) {
   ulong first, end;
 #if T_(PACKED)

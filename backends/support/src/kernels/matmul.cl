@@ -4,7 +4,7 @@
 // Element e of c = a * b (row-major, m x k times k x n): summed in order of
 // k in the accumulator, from +0 for an empty sum and -0 otherwise, rounded
 // or wrapped back once (builtin/matmul.rs).
-static inline T_(v) XCAT(matmul_element, T)(__global const T_(s) *a, __global const T_(s) *b, ulong n, ulong k, ulong e) {
+INLINE T_(v) XCAT(matmul_element, T)(__global const T_(s) *a, __global const T_(s) *b, ulong n, ulong k, ulong e) {
   ulong i = e / n, j = e % n;
   T_(a) sum = k == 0 ? T_(ZERO) : T_(IDENTITY);
   for (ulong kk = 0; kk < k; kk++) {

@@ -13,8 +13,13 @@
 //! only what is its runtime's: building the programs and passing the
 //! arguments.
 //!
-//! The programs need OpenCL C 1.2 with `cl_khr_fp64` and no build option;
-//! they turn floating-point contraction off themselves.
+//! The programs are one text per type in two languages (dialect.cl picks
+//! by the preprocessor). As OpenCL C they need OpenCL C 1.2 with
+//! `cl_khr_fp64` and no build option; they turn floating-point contraction
+//! off themselves. As CUDA C++ (`cuda_program`) they need NVRTC with C++17
+//! and the options that keep floats exact (tools/cuda_ptx.py); the CUDA
+//! backend loads the PTX compiled from them ahead of time, one file per
+//! program named by `program_stem`.
 mod check;
 mod dtype;
 mod kind;
@@ -121,6 +126,25 @@ pub fn program_count() -> usize {
 pub fn program_source(program: usize) -> String {
     assert!(program < program_count(), "built-in program {program} does not exist");
     source::program(program)
+}
+
+/// The CUDA C++ source of program `program` (< `program_count()`): the
+/// same text as `program_source`, which compiles as either language, under
+/// a line saying how it is compiled.
+pub fn cuda_program(program: usize) -> String {
+    let source = program_source(program);
+    format!(
+        "// xdal's built-in program {}, as CUDA C++: compiled to PTX by NVRTC with the options of \
+         tools/cuda_ptx.py (no contraction: --fmad=false), which bit-exact results need.\n{source}",
+        program_stem(program)
+    )
+}
+
+/// The name of program `program`'s files (`f32` for `f32.ptx`): its
+/// element type's name, as in the kernel names.
+pub fn program_stem(program: usize) -> &'static str {
+    assert!(program < program_count(), "built-in program {program} does not exist");
+    DTYPES[program].name
 }
 
 /// `dtype_mask` of the device properties: bit `1 << dtype` for each type

@@ -6,9 +6,8 @@
 // compiler may do freely with floats: no contraction of a*b+c into a fused
 // multiply-add, and NaNs converted by integer code (LLVM treats a NaN's
 // payload and quiet bit as unspecified through fpext/fptrunc, the fake's
-// conversions keep them as x86 does).
-#pragma OPENCL EXTENSION cl_khr_fp64 : enable
-#pragma OPENCL FP_CONTRACT OFF
+// conversions keep them as x86 does). dialect.cl, before this, turns
+// contraction off for each language.
 
 // Per-type functions are named `<dtype>_<what>` (f16_get, i4_from_i64...).
 // A template is written for a type `T` (or a pair `S`, `D`) given by a
@@ -24,7 +23,7 @@
 // rather than once per loop that calls it. Inlined, they made a kernel's
 // compile on PoCL several times slower (a cast kernel per source type went
 // from 4.7 s to 1.0 s), while a call costs a few cycles per element.
-#define OUT_OF_LINE __attribute__((noinline)) static
+// dialect.cl defines OUT_OF_LINE.
 
 // `uint64_t sizes[16]` and `int64_t strides[16]`, passed by value.
 typedef struct {
@@ -159,14 +158,14 @@ OUT_OF_LINE float f32_of_f64(double x) {
 // operand's when both are NaN. LLVM may swap the operands of a commutative
 // operation, so the choice is made here; a NaN from an invalid operation
 // (inf - inf, 0 * inf) is the hardware's own.
-static inline float f32_nan_first(float a, float b, float r) {
+INLINE float f32_nan_first(float a, float b, float r) {
   uint ua = as_uint(a), ub = as_uint(b);
   if ((ua & 0x7FFFFFFFu) > 0x7F800000u) return as_float(ua | 0x400000u);
   if ((ub & 0x7FFFFFFFu) > 0x7F800000u) return as_float(ub | 0x400000u);
   return r;
 }
 
-static inline double f64_nan_first(double a, double b, double r) {
+INLINE double f64_nan_first(double a, double b, double r) {
   ulong ua = as_ulong(a), ub = as_ulong(b);
   if ((ua & 0x7FFFFFFFFFFFFFFFul) > 0x7FF0000000000000ul) return as_double(ua | 0x8000000000000ul);
   if ((ub & 0x7FFFFFFFFFFFFFFFul) > 0x7FF0000000000000ul) return as_double(ub | 0x8000000000000ul);
@@ -207,7 +206,7 @@ OUT_OF_LINE double i64_to_f64_odd(long x) {
 }
 
 // The signed 4-bit integer in the low nibble of `nibble`.
-static inline char i4_of_nibble(uint nibble) {
+INLINE char i4_of_nibble(uint nibble) {
   return (char)(as_char((uchar)(nibble << 4)) >> 4);
 }
 
@@ -221,7 +220,7 @@ static inline char i4_of_nibble(uint nibble) {
 // which CPU devices, running a group's work items one after another, need;
 // any number of work items covers all the work. Returns whether the share
 // is not empty.
-static inline int share(ulong count, ulong quantum, ulong *first, ulong *end) {
+INLINE int share(ulong count, ulong quantum, ulong *first, ulong *end) {
   ulong items = get_global_size(0);
   ulong per = (count + items - 1) / items;
   per = (per + quantum - 1) / quantum * quantum;
@@ -236,14 +235,14 @@ static inline int share(ulong count, ulong quantum, ulong *first, ulong *end) {
 // and the element offsets it reaches on each side.
 
 // Elements in sizes[0..ndim) (1 for ndim 0; the host checked it fits).
-static inline ulong walk_count(uint ndim, const xdal_sizes *sizes) {
+INLINE ulong walk_count(uint ndim, const xdal_sizes *sizes) {
   ulong count = 1;
   for (uint k = 0; k < ndim; k++) count *= sizes->v[k];
   return count;
 }
 
 // The multi-index `idx` of logical index `at`.
-static inline void walk_index(uint ndim, const xdal_sizes *sizes, ulong at, ulong *idx) {
+INLINE void walk_index(uint ndim, const xdal_sizes *sizes, ulong at, ulong *idx) {
   for (uint k = ndim; k-- > 0;) {
     idx[k] = at % sizes->v[k];
     at /= sizes->v[k];
@@ -252,7 +251,7 @@ static inline void walk_index(uint ndim, const xdal_sizes *sizes, ulong at, ulon
 
 // The element offset of `idx` along `strides`; wrapping arithmetic gets the
 // true value, which fits, through any intermediate.
-static inline ulong walk_offset(uint ndim, const ulong *idx, const xdal_strides *strides) {
+INLINE ulong walk_offset(uint ndim, const ulong *idx, const xdal_strides *strides) {
   ulong offset = 0;
   for (uint k = 0; k < ndim; k++) offset += idx[k] * (ulong)strides->v[k];
   return offset;
@@ -260,16 +259,16 @@ static inline ulong walk_offset(uint ndim, const ulong *idx, const xdal_strides 
 
 // The run from `idx` along the innermost dimension: its length, at most
 // `left` (1 without dimensions: a single element), and each side's step.
-static inline ulong walk_run(uint ndim, const xdal_sizes *sizes, const ulong *idx, ulong left) {
+INLINE ulong walk_run(uint ndim, const xdal_sizes *sizes, const ulong *idx, ulong left) {
   return ndim == 0 ? min(left, 1ul) : min(left, sizes->v[ndim - 1] - idx[ndim - 1]);
 }
 
-static inline ulong walk_step(uint ndim, const xdal_strides *strides) {
+INLINE ulong walk_step(uint ndim, const xdal_strides *strides) {
   return ndim == 0 ? 0 : (ulong)strides->v[ndim - 1];
 }
 
 // Steps `idx` to the next logical index, moving both offsets along.
-static inline void walk_next(uint ndim, const xdal_sizes *sizes, ulong *idx, const xdal_strides *a, ulong *offset_a,
+INLINE void walk_next(uint ndim, const xdal_sizes *sizes, ulong *idx, const xdal_strides *a, ulong *offset_a,
                              const xdal_strides *b, ulong *offset_b) {
   for (uint k = ndim; k-- > 0;) {
     idx[k]++;

@@ -11,7 +11,7 @@
 #endif
 
 // The sum of one run: x[start + r * stride] for r in [first, first + len).
-static inline T_(a) XCAT(run_sum, T)(__global const T_(s) *x, ulong start, ulong stride, ulong first, ulong len) {
+INLINE T_(a) XCAT(run_sum, T)(__global const T_(s) *x, ulong start, ulong stride, ulong first, ulong len) {
   T_(a) lanes[LANES];
   for (int j = 0; j < LANES; j++) lanes[j] = T_(IDENTITY);
   ulong at = start + first * stride;
@@ -35,7 +35,7 @@ static inline T_(a) XCAT(run_sum, T)(__global const T_(s) *x, ulong start, ulong
 
 // The sum of x[start + r * stride] for r < count (count >= 1): the fake's
 // recursive tree over runs, evaluated with an explicit stack.
-static inline T_(a) XCAT(total, T)(__global const T_(s) *x, ulong start, ulong stride, ulong count) {
+INLINE T_(a) XCAT(total, T)(__global const T_(s) *x, ulong start, ulong stride, ulong count) {
   ulong lo[TREE_DEPTH], hi[TREE_DEPTH];
   T_(a) left[TREE_DEPTH];
   // 0: not started; 1: left half under way; 2: right half under way.
@@ -86,7 +86,7 @@ __kernel void XCAT(sum, T)(__global const T_(s) *x, __global T_(s) *out, ulong n
 
 // Output o of sum_dim: the sum over r of x[(o / inner) * reduce * inner +
 // r * inner + o % inner], in sum_T's order; an empty sum is +0.
-static inline T_(v) XCAT(sum_dim_output, T)(__global const T_(s) *x, ulong reduce, ulong inner, ulong o) {
+INLINE T_(v) XCAT(sum_dim_output, T)(__global const T_(s) *x, ulong reduce, ulong inner, ulong o) {
   if (reduce == 0) return T_(unacc)(T_(ZERO));
   return T_(unacc)(XCAT(total, T)(x, o / inner * reduce * inner + o % inner, inner, reduce));
 }

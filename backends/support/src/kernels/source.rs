@@ -15,10 +15,12 @@
 //!
 //! The `.cl` templates are written once for a type `T` (or a pair `S`, `D`)
 //! that a `#define` names before each copy is pasted in; the prelude and
-//! types.cl define what they call.
+//! types.cl define what they call. They are OpenCL C that also compiles as
+//! CUDA C++: dialect.cl, first in every program, maps what they use.
 use super::dtype::{convert_expr, DTYPES};
 use std::fmt::Write;
 
+const DIALECT: &str = include_str!("dialect.cl");
 const PRELUDE: &str = include_str!("prelude.cl");
 const TYPES: &str = include_str!("types.cl");
 const ELEMENTWISE: &str = include_str!("elementwise.cl");
@@ -47,6 +49,7 @@ pub(crate) fn cast_kernels(s: usize) -> [String; 2] {
 pub(crate) fn program(t: usize) -> String {
     let name = DTYPES[t].name;
     let mut out = String::with_capacity(256 * 1024);
+    out.push_str(DIALECT);
     out.push_str(PRELUDE);
     out.push_str(TYPES);
     // `write!` to a String cannot fail.
@@ -89,7 +92,7 @@ pub(crate) fn program(t: usize) -> String {
     let _ = writeln!(
         out,
         "// Elements a work item's run is a multiple of: 2 for a packed destination.\n\
-         static inline ulong route_quantum(uint route) {{ return {} ? 2 : 1; }}",
+         INLINE ulong route_quantum(uint route) {{ return {} ? 2 : 1; }}",
         packed.join(" || ")
     );
     let _ = writeln!(out, "#define T {name}");

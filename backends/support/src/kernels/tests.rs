@@ -170,3 +170,18 @@ fn conversions_follow_the_fakes_paths() {
     assert_eq!(expr("f32", "f8e4m3", true), "f8e4m3_trunc_f32(f32_to_f32(x))");
     assert_eq!(expr("f64", "f8e4m3", false), "f8e4m3_from_f64(x)");
 }
+
+#[test]
+fn cuda_programs_are_the_programs_under_a_comment() {
+    let stems: Vec<&str> = (0..program_count()).map(program_stem).collect();
+    assert_eq!(stems, DTYPES.map(|t| t.name));
+    for (t, stem) in stems.iter().enumerate() {
+        let (source, cuda) = (program_source(t), cuda_program(t));
+        let (header, rest) = cuda.split_once('\n').expect("a first line");
+        assert!(header.starts_with("// ") && header.contains(stem), "{header}");
+        assert_eq!(rest, source);
+        // NVRTC compiles it with no header at hand, nor any include path.
+        assert!(!source.contains("#include"));
+        assert!(source.starts_with("// The two languages"));
+    }
+}

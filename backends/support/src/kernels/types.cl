@@ -29,19 +29,19 @@ typedef double f64_a;
 #define f64_PACKED 0
 #define f64_ZERO 0.0
 #define f64_IDENTITY -0.0
-static inline double f64_get(__global const double *p, long i) { return p[i]; }
-static inline void f64_put(__global double *p, long i, double v) { p[i] = v; }
-static inline double f64_scalar(double raw) { return raw; }
-static inline double f64_canonical(double v) { return v; }
-static inline int f64_nonzero(double v) { return (as_ulong(v) << 1) != 0ul; }
-static inline double f64_from_f32(float x) { return f64_of_f32(x); }
-static inline double f64_from_f64(double x) { return x; }
-static inline double f64_from_i64(long x) { return (double)x; }
-static inline double f64_from_bool(int b) { return b ? 1.0 : 0.0; }
-static inline double f64_acc(double v) { return v; }
-static inline double f64_unacc(double a) { return a; }
-static inline double f64_add(double a, double b) { return f64_nan_first(a, b, a + b); }
-static inline double f64_mul(double a, double b) { return f64_nan_first(a, b, a * b); }
+INLINE double f64_get(__global const double *p, long i) { return p[i]; }
+INLINE void f64_put(__global double *p, long i, double v) { p[i] = v; }
+INLINE double f64_scalar(double raw) { return raw; }
+INLINE double f64_canonical(double v) { return v; }
+INLINE int f64_nonzero(double v) { return (as_ulong(v) << 1) != 0ul; }
+INLINE double f64_from_f32(float x) { return f64_of_f32(x); }
+INLINE double f64_from_f64(double x) { return x; }
+INLINE double f64_from_i64(long x) { return (double)x; }
+INLINE double f64_from_bool(int b) { return b ? 1.0 : 0.0; }
+INLINE double f64_acc(double v) { return v; }
+INLINE double f64_unacc(double a) { return a; }
+INLINE double f64_add(double a, double b) { return f64_nan_first(a, b, a + b); }
+INLINE double f64_mul(double a, double b) { return f64_nan_first(a, b, a * b); }
 
 // ---- f32 ------------------------------------------------------------------
 typedef float f32_s;
@@ -50,45 +50,45 @@ typedef float f32_a;
 #define f32_PACKED 0
 #define f32_ZERO 0.0f
 #define f32_IDENTITY -0.0f
-static inline float f32_get(__global const float *p, long i) { return p[i]; }
-static inline void f32_put(__global float *p, long i, float v) { p[i] = v; }
-static inline float f32_scalar(float raw) { return raw; }
-static inline float f32_canonical(float v) { return v; }
-static inline int f32_nonzero(float v) { return (as_uint(v) << 1) != 0u; }
-static inline float f32_to_f32(float v) { return v; }
-static inline float f32_from_f32(float x) { return x; }
-static inline float f32_from_f64(double x) { return f32_of_f64(x); }
+INLINE float f32_get(__global const float *p, long i) { return p[i]; }
+INLINE void f32_put(__global float *p, long i, float v) { p[i] = v; }
+INLINE float f32_scalar(float raw) { return raw; }
+INLINE float f32_canonical(float v) { return v; }
+INLINE int f32_nonzero(float v) { return (as_uint(v) << 1) != 0u; }
+INLINE float f32_to_f32(float v) { return v; }
+INLINE float f32_from_f32(float x) { return x; }
+INLINE float f32_from_f64(double x) { return f32_of_f64(x); }
 // One rounding, to nearest even, from any 64-bit integer.
-static inline float f32_from_i64(long x) { return (float)x; }
-static inline float f32_from_bool(int b) { return b ? 1.0f : 0.0f; }
-static inline float f32_acc(float v) { return v; }
-static inline float f32_unacc(float a) { return a; }
-static inline float f32_add(float a, float b) { return f32_nan_first(a, b, a + b); }
-static inline float f32_mul(float a, float b) { return f32_nan_first(a, b, a * b); }
+INLINE float f32_from_i64(long x) { return (float)x; }
+INLINE float f32_from_bool(int b) { return b ? 1.0f : 0.0f; }
+INLINE float f32_acc(float v) { return v; }
+INLINE float f32_unacc(float a) { return a; }
+INLINE float f32_add(float a, float b) { return f32_nan_first(a, b, a + b); }
+INLINE float f32_mul(float a, float b) { return f32_nan_first(a, b, a * b); }
 
 // ---- the narrow floats: stored as their bits, computing in f32 ------------
 // NARROW_FLOAT(t, storage, to_f32 body, from_f32 body, from_f64 body):
 // everything but the codecs is common. Integers convert through a double
 // rounded to odd, so the one rounding into the narrow format is exact.
-#define NARROW_FLOAT(t, st, mask, TO_F32, FROM_F32, FROM_F64)                       \
-  typedef st t##_s;                                                                 \
-  typedef st t##_v;                                                                 \
-  typedef float t##_a;                                                              \
-  static inline float t##_to_f32(st v) { return as_float(TO_F32); }                 \
-  static inline st t##_from_f32(float x) { return (st)(FROM_F32); }                 \
-  static inline st t##_from_f64(double x) { return (st)(FROM_F64); }                \
-  static inline st t##_from_i64(long x) { return t##_from_f64(i64_to_f64_odd(x)); } \
-  static inline st t##_from_bool(int b) { return t##_from_f32(b ? 1.0f : 0.0f); }   \
-  static inline st t##_canonical(st v) { return v; }                                \
-  static inline int t##_nonzero(st v) { return (v & (mask)) != 0; }                 \
-  static inline float t##_acc(st v) { return t##_to_f32(v); }                       \
-  static inline st t##_unacc(float a) { return t##_from_f32(a); }                   \
-  static inline float t##_add(float a, float b) { return f32_add(a, b); }           \
-  static inline float t##_mul(float a, float b) { return f32_mul(a, b); }
-#define BYTEWISE(t, st)                                                    \
-  static inline st t##_get(__global const st *p, long i) { return p[i]; } \
-  static inline void t##_put(__global st *p, long i, st v) { p[i] = v; }  \
-  static inline st t##_scalar(st raw) { return raw; }
+#define NARROW_FLOAT(t, st, mask, TO_F32, FROM_F32, FROM_F64)                \
+  typedef st t##_s;                                                          \
+  typedef st t##_v;                                                          \
+  typedef float t##_a;                                                       \
+  INLINE float t##_to_f32(st v) { return as_float(TO_F32); }                 \
+  INLINE st t##_from_f32(float x) { return (st)(FROM_F32); }                 \
+  INLINE st t##_from_f64(double x) { return (st)(FROM_F64); }                \
+  INLINE st t##_from_i64(long x) { return t##_from_f64(i64_to_f64_odd(x)); } \
+  INLINE st t##_from_bool(int b) { return t##_from_f32(b ? 1.0f : 0.0f); }   \
+  INLINE st t##_canonical(st v) { return v; }                                \
+  INLINE int t##_nonzero(st v) { return (v & (mask)) != 0; }                 \
+  INLINE float t##_acc(st v) { return t##_to_f32(v); }                       \
+  INLINE st t##_unacc(float a) { return t##_from_f32(a); }                   \
+  INLINE float t##_add(float a, float b) { return f32_add(a, b); }           \
+  INLINE float t##_mul(float a, float b) { return f32_mul(a, b); }
+#define BYTEWISE(t, st)                                            \
+  INLINE st t##_get(__global const st *p, long i) { return p[i]; } \
+  INLINE void t##_put(__global st *p, long i, st v) { p[i] = v; }  \
+  INLINE st t##_scalar(st raw) { return raw; }
 
 // IEEE binary16. Its NaNs widen with their payload, as the fake's decoder.
 NARROW_FLOAT(f16, ushort, 0x7FFF, mf_to_f32_bits(v, 5, 10, 15, NAN_IEEE),
@@ -100,11 +100,11 @@ BYTEWISE(f16, ushort)
 
 // bfloat16 as the `half` crate converts it from and to f32 (NaNs keep
 // their payload and gain the quiet bit); from f64 correctly rounded.
-static inline uint bf16_f32_bits(ushort v) {
+INLINE uint bf16_f32_bits(ushort v) {
   uint b = (uint)v;
   return ((b & 0x7FFFu) > 0x7F80u ? b | 0x40u : b) << 16;
 }
-static inline uint bf16_of_f32_bits(uint x) {
+INLINE uint bf16_of_f32_bits(uint x) {
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return (x >> 16) | 0x40u;
   // Ties to even: round up when the dropped half is over one half, or is
   // one half and the kept part is odd.
@@ -129,14 +129,14 @@ BYTEWISE(f8e4m3, uchar)
 // cast_trunc's E4M3 (PyTorch's float8_e4m3fn): a magnitude above 464, the
 // tie between 448 and the missing 480, and infinities become NaN with the
 // source's sign; NaN stays NaN.
-static inline uchar f8e4m3_nan_of(uint negative) { return (uchar)(0x7Fu | (negative << 7)); }
-static inline uchar f8e4m3_trunc_f32(float x) {
+INLINE uchar f8e4m3_nan_of(uint negative) { return (uchar)(0x7Fu | (negative << 7)); }
+INLINE uchar f8e4m3_trunc_f32(float x) {
   return fabs(x) <= 464.0f ? f8e4m3_from_f32(x) : f8e4m3_nan_of(as_uint(x) >> 31);
 }
-static inline uchar f8e4m3_trunc_f64(double x) {
+INLINE uchar f8e4m3_trunc_f64(double x) {
   return fabs(x) <= 464.0 ? f8e4m3_from_f64(x) : f8e4m3_nan_of((uint)(as_ulong(x) >> 63));
 }
-static inline uchar f8e4m3_trunc_i64(long x) {
+INLINE uchar f8e4m3_trunc_i64(long x) {
   ulong magnitude = x < 0 ? (ulong)0 - (ulong)x : (ulong)x;
   return magnitude <= 464ul ? f8e4m3_from_i64(x) : f8e4m3_nan_of(x < 0);
 }
@@ -155,37 +155,37 @@ NARROW_FLOAT(f4e2m1, uchar, 0x7, mf_to_f32_bits(v, 2, 1, 1, NAN_NONE), mf_from_f
 #define f4e2m1_PACKED 1
 #define f4e2m1_ZERO 0.0f
 #define f4e2m1_IDENTITY -0.0f
-static inline uchar f4e2m1_get(__global const uchar *p, long i) { return (p[i >> 1] >> ((i & 1) * 4)) & 0xFu; }
-static inline void f4e2m1_put(__global uchar *p, long i, uchar v) {
+INLINE uchar f4e2m1_get(__global const uchar *p, long i) { return (p[i >> 1] >> ((i & 1) * 4)) & 0xFu; }
+INLINE void f4e2m1_put(__global uchar *p, long i, uchar v) {
   uint shift = (uint)(i & 1) * 4u;
   p[i >> 1] = (uchar)((p[i >> 1] & ~(0xFu << shift)) | ((uint)v << shift));
 }
-static inline uint f4e2m1_nibble(uchar v) { return v; }
-static inline uchar f4e2m1_scalar(uchar raw) { return raw & 0xFu; }
+INLINE uint f4e2m1_nibble(uchar v) { return v; }
+INLINE uchar f4e2m1_scalar(uchar raw) { return raw & 0xFu; }
 
 // ---- the integers ---------------------------------------------------------
 // INTEGER(t, value type, unsigned accumulator, lowest, highest): i64, i32,
 // i16, i8 and u8, one byte or more each.
-#define INTEGER(t, vt, at, lo, hi)                                                              \
-  typedef vt t##_s;                                                                             \
-  typedef vt t##_v;                                                                             \
-  typedef at t##_a;                                                                             \
-  static inline vt t##_get(__global const vt *p, long i) { return p[i]; }                      \
-  static inline void t##_put(__global vt *p, long i, vt v) { p[i] = v; }                       \
-  static inline vt t##_scalar(vt raw) { return raw; }                                          \
-  static inline vt t##_canonical(vt v) { return v; }                                           \
-  static inline int t##_nonzero(vt v) { return v != 0; }                                       \
-  static inline vt t##_from_bool(int b) { return b ? 1 : 0; }                                   \
-  static inline long t##_to_i64(vt v) { return (long)v; }                                      \
-  /* Two's complement truncation: the low bits, reinterpreted. */                             \
-  static inline vt t##_from_i64(long x) { return (vt)(at)(ulong)x; }                           \
-  static inline vt t##_from_f64(double x) { return (vt)f64_to_int_rne(x, (double)(lo), (double)(hi), lo, hi); }    \
-  static inline vt t##_from_f32(float x) { return t##_from_f64((double)x); }                   \
-  static inline vt t##_trunc_f64(double x) { return (vt)f64_to_int_trunc(x, (double)(lo), (double)(hi), lo, hi); } \
-  static inline at t##_acc(vt v) { return (at)v; }                                             \
-  static inline vt t##_unacc(at a) { return (vt)a; }                                           \
-  static inline at t##_add(at a, at b) { return a + b; }                                       \
-  static inline at t##_mul(at a, at b) { return a * b; }
+#define INTEGER(t, vt, at, lo, hi)                                                                          \
+  typedef vt t##_s;                                                                                         \
+  typedef vt t##_v;                                                                                         \
+  typedef at t##_a;                                                                                         \
+  INLINE vt t##_get(__global const vt *p, long i) { return p[i]; }                                          \
+  INLINE void t##_put(__global vt *p, long i, vt v) { p[i] = v; }                                           \
+  INLINE vt t##_scalar(vt raw) { return raw; }                                                              \
+  INLINE vt t##_canonical(vt v) { return v; }                                                               \
+  INLINE int t##_nonzero(vt v) { return v != 0; }                                                           \
+  INLINE vt t##_from_bool(int b) { return b ? 1 : 0; }                                                      \
+  INLINE long t##_to_i64(vt v) { return (long)v; }                                                          \
+  /* Two's complement truncation: the low bits, reinterpreted. */                                           \
+  INLINE vt t##_from_i64(long x) { return (vt)(at)(ulong)x; }                                               \
+  INLINE vt t##_from_f64(double x) { return (vt)f64_to_int_rne(x, (double)(lo), (double)(hi), lo, hi); }    \
+  INLINE vt t##_from_f32(float x) { return t##_from_f64((double)x); }                                       \
+  INLINE vt t##_trunc_f64(double x) { return (vt)f64_to_int_trunc(x, (double)(lo), (double)(hi), lo, hi); } \
+  INLINE at t##_acc(vt v) { return (at)v; }                                                                 \
+  INLINE vt t##_unacc(at a) { return (vt)a; }                                                               \
+  INLINE at t##_add(at a, at b) { return a + b; }                                                           \
+  INLINE at t##_mul(at a, at b) { return a * b; }
 
 // For i64 the upper bound is 2^63 (LONG_MAX as a double), reached only by
 // values that saturate.
@@ -217,25 +217,25 @@ typedef uint i4_a;
 #define i4_PACKED 1
 #define i4_ZERO 0u
 #define i4_IDENTITY 0u
-static inline char i4_get(__global const uchar *p, long i) { return i4_of_nibble(p[i >> 1] >> ((i & 1) * 4)); }
-static inline uint i4_nibble(char v) { return (uint)v & 0xFu; }
-static inline void i4_put(__global uchar *p, long i, char v) {
+INLINE char i4_get(__global const uchar *p, long i) { return i4_of_nibble(p[i >> 1] >> ((i & 1) * 4)); }
+INLINE uint i4_nibble(char v) { return (uint)v & 0xFu; }
+INLINE void i4_put(__global uchar *p, long i, char v) {
   uint shift = (uint)(i & 1) * 4u;
   p[i >> 1] = (uchar)((p[i >> 1] & ~(0xFu << shift)) | (i4_nibble(v) << shift));
 }
-static inline char i4_scalar(uchar raw) { return i4_of_nibble(raw); }
-static inline char i4_canonical(char v) { return v; }
-static inline int i4_nonzero(char v) { return v != 0; }
-static inline char i4_from_bool(int b) { return b ? 1 : 0; }
-static inline long i4_to_i64(char v) { return (long)v; }
-static inline char i4_from_i64(long x) { return i4_of_nibble((uint)(ulong)x); }
-static inline char i4_from_f64(double x) { return (char)f64_to_int_rne(x, -8.0, 7.0, -8, 7); }
-static inline char i4_from_f32(float x) { return i4_from_f64((double)x); }
-static inline char i4_trunc_f64(double x) { return (char)f64_to_int_trunc(x, -8.0, 7.0, -8, 7); }
-static inline uint i4_acc(char v) { return (uint)(int)v; }
-static inline char i4_unacc(uint a) { return i4_of_nibble(a); }
-static inline uint i4_add(uint a, uint b) { return a + b; }
-static inline uint i4_mul(uint a, uint b) { return a * b; }
+INLINE char i4_scalar(uchar raw) { return i4_of_nibble(raw); }
+INLINE char i4_canonical(char v) { return v; }
+INLINE int i4_nonzero(char v) { return v != 0; }
+INLINE char i4_from_bool(int b) { return b ? 1 : 0; }
+INLINE long i4_to_i64(char v) { return (long)v; }
+INLINE char i4_from_i64(long x) { return i4_of_nibble((uint)(ulong)x); }
+INLINE char i4_from_f64(double x) { return (char)f64_to_int_rne(x, -8.0, 7.0, -8, 7); }
+INLINE char i4_from_f32(float x) { return i4_from_f64((double)x); }
+INLINE char i4_trunc_f64(double x) { return (char)f64_to_int_trunc(x, -8.0, 7.0, -8, 7); }
+INLINE uint i4_acc(char v) { return (uint)(int)v; }
+INLINE char i4_unacc(uint a) { return i4_of_nibble(a); }
+INLINE uint i4_add(uint a, uint b) { return a + b; }
+INLINE uint i4_mul(uint a, uint b) { return a * b; }
 
 // ---- bool: a byte, any nonzero byte true; arithmetic writes 0 or 1 --------
 typedef uchar bool_s;
@@ -244,14 +244,14 @@ typedef uint bool_a;
 #define bool_PACKED 0
 #define bool_ZERO 0u
 #define bool_IDENTITY 0u
-static inline uchar bool_get(__global const uchar *p, long i) { return p[i]; }
-static inline void bool_put(__global uchar *p, long i, uchar v) { p[i] = v; }
-static inline uchar bool_scalar(uchar raw) { return raw; }
-static inline uchar bool_canonical(uchar v) { return v != 0; }
-static inline int bool_nonzero(uchar v) { return v != 0; }
-static inline uchar bool_from_bool(int b) { return b ? 1 : 0; }
-static inline uint bool_acc(uchar v) { return v != 0; }
-static inline uchar bool_unacc(uint a) { return (uchar)a; }
+INLINE uchar bool_get(__global const uchar *p, long i) { return p[i]; }
+INLINE void bool_put(__global uchar *p, long i, uchar v) { p[i] = v; }
+INLINE uchar bool_scalar(uchar raw) { return raw; }
+INLINE uchar bool_canonical(uchar v) { return v != 0; }
+INLINE int bool_nonzero(uchar v) { return v != 0; }
+INLINE uchar bool_from_bool(int b) { return b ? 1 : 0; }
+INLINE uint bool_acc(uchar v) { return v != 0; }
+INLINE uchar bool_unacc(uint a) { return (uchar)a; }
 // add is or, mul is and.
-static inline uint bool_add(uint a, uint b) { return a | b; }
-static inline uint bool_mul(uint a, uint b) { return a & b; }
+INLINE uint bool_add(uint a, uint b) { return a | b; }
+INLINE uint bool_mul(uint a, uint b) { return a & b; }
