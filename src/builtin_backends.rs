@@ -33,6 +33,12 @@ pub static BUILTIN_BACKENDS: &[BuiltinBackend] = &[
         runs_on: "OpenCL devices with shared virtual memory (PoCL in CI)",
         getter: xdal_opencl::xdal_opencl_backend_get_v1,
     },
+    #[cfg(feature = "cuda")]
+    BuiltinBackend {
+        name: "cuda",
+        runs_on: "NVIDIA GPUs through the CUDA driver API",
+        getter: xdal_cuda::xdal_cuda_backend_get_v1,
+    },
 ];
 
 /// The backend used when nothing else is chosen or linked in; none in a
@@ -46,7 +52,8 @@ pub(crate) fn find(name: &str) -> Option<&'static BuiltinBackend> {
     BUILTIN_BACKENDS.iter().find(|b| b.name == name)
 }
 
-/// The built-in names as a message lists them: "fake, opencl", or "none".
+/// The built-in names as a message lists them: "fake, opencl, cuda", or
+/// "none".
 pub(crate) fn names() -> String {
     if BUILTIN_BACKENDS.is_empty() {
         return "none".to_string();

@@ -1,0 +1,241 @@
+//! Device memory, pinned host memory, copies and fills.
+//!
+//! Synchronous copies and fills run on the driver's legacy stream of the
+//! current context and wait for it: the front has ordered them after the
+//! device's default stream, and the backend's own streams are non-blocking,
+//! so the legacy stream holds nothing else. The driver leaves copies between
+//! overlapping ranges undefined while xdal gives them memmove's result: they
+//! are split into disjoint pieces, or staged through a buffer
+//! (xdal-backend-support's `overlap`).
+use crate::device::{current_or_first, Device};
+use crate::driver::{
+    CUdeviceptr, CUstream, CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE, CU_MEMORYTYPE_DEVICE,
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+};
+use crate::error::{check, failure, CuResult};
+use crate::stream::Stream;
+use std::ffi::{c_int, c_uint, c_void};
+use xdal_backend_support::overlap::{self, Move};
+
+/// The legacy default stream (the NULL stream, with the entry points
+/// `cuGetProcAddress` gave for legacy-stream use).
+const LEGACY_STREAM: CUstream = std::ptr::null_mut();
+
+fn address(ptr: *const c_void) -> CUdeviceptr {
+    ptr as usize as CUdeviceptr
+}
+
+pub(crate) fn alloc(device: usize, size: usize) -> CuResult<*mut c_void> {
+    let dev = crate::cuda().device(device);
+    dev.enter()?;
+    let mut ptr: CUdeviceptr = 0;
+    // SAFETY: a valid output; the device's context is current.
+    let code = unsafe { (crate::api().mem_alloc)(&mut ptr, size) };
+    dev.check("cuMemAlloc_v2", code).map_err(|f| with_device(f, dev, size))?;
+    Ok(ptr as usize as *mut c_void)
+}
+
+/// An allocation's failure with the device and size in its message.
+fn with_device(mut failure: crate::error::Failure, dev: &Device, size: usize) -> crate::error::Failure {
+    failure.message = format!(
+        "{} ({size} bytes on device {}, {}, of {} bytes)",
+        failure.message, dev.index, dev.properties.name, dev.properties.total_memory
+    );
+    failure
+}
+
+pub(crate) fn free(device: usize, ptr: *mut c_void) -> CuResult<()> {
+    let dev = crate::cuda().device(device);
+    dev.enter()?;
+    // SAFETY: the front passes a live allocation's base, after the device's
+    // pending work.
+    dev.check("cuMemFree_v2", unsafe { (crate::api().mem_free)(address(ptr)) })
+}
+
+/// Stream-ordered allocation from the device's default memory pool.
+pub(crate) fn alloc_async(device: usize, size: usize, stream: &Stream) -> CuResult<*mut c_void> {
+    let dev = crate::cuda().device(device);
+    if !dev.properties.memory_pools {
+        return Err(failure!(
+            XDAL_ERROR_NOT_SUPPORTED,
+            "device {device} ({}) has no stream-ordered memory pools (CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is \
+             0): allocate with xdal_malloc",
+            dev.properties.name
+        ));
+    }
+    stream.enter()?;
+    let mut ptr: CUdeviceptr = 0;
+    // SAFETY: a valid output; a live stream of the current context.
+    let code = unsafe { (crate::api().mem_alloc_async)(&mut ptr, size, stream.handle) };
+    stream.check("cuMemAllocAsync", code).map_err(|f| with_device(f, dev, size))?;
+    Ok(ptr as usize as *mut c_void)
+}
+
+pub(crate) fn free_async(ptr: *mut c_void, stream: &Stream) -> CuResult<()> {
+    stream.enter()?;
+    // SAFETY: a block from cuMemAllocAsync (the front checks); the free
+    // happens in stream order.
+    stream.check("cuMemFreeAsync", unsafe { (crate::api().mem_free_async)(address(ptr), stream.handle) })
+}
+
+/// Pinned host memory, portable (pinned for every context) and mapped
+/// (kernels may read and write it through its host address, which unified
+/// addressing makes its device address too).
+pub(crate) fn alloc_host(size: usize) -> CuResult<*mut c_void> {
+    current_or_first()?;
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    let flags = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP;
+    // SAFETY: a valid output; a context is current.
+    check("cuMemHostAlloc", unsafe { (crate::api().mem_host_alloc)(&mut ptr, size, flags) })?;
+    Ok(ptr)
+}
+
+pub(crate) fn free_host(ptr: *mut c_void) -> CuResult<()> {
+    current_or_first()?;
+    // SAFETY: memory from cuMemHostAlloc (the front checks), no longer used.
+    check("cuMemFreeHost", unsafe { (crate::api().mem_free_host)(ptr) })
+}
+
+/// The device whose memory `ptr` is in, or None for host memory and
+/// addresses the driver does not know (freed ones among them).
+pub(crate) fn device_of(ptr: *const c_void) -> CuResult<Option<usize>> {
+    let mut memory_type: c_uint = 0;
+    let mut ordinal: c_int = -1;
+    let attributes = [CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL];
+    let mut data = [(&mut memory_type as *mut c_uint).cast::<c_void>(), (&mut ordinal as *mut c_int).cast::<c_void>()];
+    // SAFETY: two attributes with an output of each one's type. An address
+    // the driver does not know is no error: the outputs keep their defaults.
+    let code =
+        unsafe { (crate::api().pointer_get_attributes)(2, attributes.as_ptr(), data.as_mut_ptr(), address(ptr)) };
+    check("cuPointerGetAttributes", code)?;
+    let devices = crate::cuda().devices.len();
+    Ok((memory_type == CU_MEMORYTYPE_DEVICE && (0..devices as c_int).contains(&ordinal)).then_some(ordinal as usize))
+}
+
+/// A synchronous copy (not host to host); memmove's result.
+pub(crate) fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> CuResult<()> {
+    let dev = current_or_first()?;
+    let api = crate::api();
+    let copy = |dst: usize, src: usize, bytes: usize| {
+        // SAFETY: the front checked both ranges; the pieces lie within them
+        // or in the staging buffer, and never overlap.
+        dev.check("cuMemcpy", unsafe { (api.memcpy)(dst as CUdeviceptr, src as CUdeviceptr, bytes) })
+    };
+    let (dst, src) = (dst as usize, src as usize);
+    match overlap::plan(dst, src, bytes) {
+        Move::Nothing => return Ok(()),
+        Move::Direct => copy(dst, src, bytes)?,
+        Move::Pieces(pieces) => pieces.iter().try_for_each(|p| copy(p.dst, p.src, p.bytes))?,
+        Move::Staged => {
+            let staging = alloc(dev.index, bytes).map_err(|f| staging_refused(f, dst, src, bytes))?;
+            let staged = copy(staging as usize, src, bytes).and_then(|()| copy(dst, staging as usize, bytes));
+            // cuMemFree waits for the copies that use the buffer.
+            let freed = free(dev.index, staging);
+            staged.and(freed)?;
+        }
+    }
+    wait_legacy(dev)
+}
+
+fn staging_refused(mut f: crate::error::Failure, dst: usize, src: usize, bytes: usize) -> crate::error::Failure {
+    f.message = format!(
+        "a copy of {bytes} bytes between overlapping ranges {} bytes apart needs a staging buffer of its size: {}",
+        dst.abs_diff(src),
+        f.message
+    );
+    f
+}
+
+/// Waits for the legacy stream of the current context (`dev`'s): a copy
+/// between device ranges, or from pageable memory, may still be running
+/// when cuMemcpy returns.
+fn wait_legacy(dev: &Device) -> CuResult<()> {
+    // SAFETY: the legacy stream of the current context.
+    dev.check("cuStreamSynchronize", unsafe { (crate::api().stream_synchronize)(LEGACY_STREAM) })
+}
+
+/// A copy enqueued on `stream`; memmove's result.
+pub(crate) fn copy_async(dst: *mut c_void, src: *const c_void, bytes: usize, stream: &Stream) -> CuResult<()> {
+    stream.enter()?;
+    let api = crate::api();
+    let copy = |dst: usize, src: usize, bytes: usize| {
+        // SAFETY: the front checked both ranges; the caller keeps them
+        // valid until the copy has run, as for any asynchronous copy.
+        let code = unsafe { (api.memcpy_async)(dst as CUdeviceptr, src as CUdeviceptr, bytes, stream.handle) };
+        stream.check("cuMemcpyAsync", code)
+    };
+    let (dst, src) = (dst as usize, src as usize);
+    match overlap::plan(dst, src, bytes) {
+        Move::Nothing => Ok(()),
+        Move::Direct => copy(dst, src, bytes),
+        Move::Pieces(pieces) => pieces.iter().try_for_each(|p| copy(p.dst, p.src, p.bytes)),
+        Move::Staged => {
+            // A stream-ordered buffer where the device has pools; else a
+            // plain one, freed once the stream is done with it.
+            let dev = crate::cuda().device(stream.device);
+            if dev.properties.memory_pools {
+                let staging =
+                    alloc_async(stream.device, bytes, stream).map_err(|f| staging_refused(f, dst, src, bytes))?;
+                let staged = copy(staging as usize, src, bytes).and_then(|()| copy(dst, staging as usize, bytes));
+                let freed = free_async(staging, stream);
+                staged.and(freed)
+            } else {
+                let staging = alloc(stream.device, bytes).map_err(|f| staging_refused(f, dst, src, bytes))?;
+                let staged = copy(staging as usize, src, bytes).and_then(|()| copy(dst, staging as usize, bytes));
+                let waited = stream.synchronize();
+                staged.and(waited).and(free(stream.device, staging))
+            }
+        }
+    }
+}
+
+/// A synchronous copy between two devices' memory.
+pub(crate) fn copy_peer(
+    dst: *mut c_void,
+    dst_device: usize,
+    src: *const c_void,
+    src_device: usize,
+    bytes: usize,
+) -> CuResult<()> {
+    if dst_device == src_device {
+        // One device's ranges may overlap: the plain copy handles that.
+        return copy(dst, src, bytes);
+    }
+    let cuda = crate::cuda();
+    let (to, from) = (cuda.device(dst_device), cuda.device(src_device));
+    to.enter()?;
+    from.enter()?;
+    // SAFETY: the front checked both ranges; the contexts are the devices'
+    // primary contexts; the legacy stream of the current context (`from`'s).
+    let code = unsafe {
+        (crate::api().memcpy_peer_async)(address(dst), to.context.0, address(src), from.context.0, bytes, LEGACY_STREAM)
+    };
+    from.check("cuMemcpyPeerAsync", code)?;
+    wait_legacy(from)
+}
+
+pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> CuResult<()> {
+    let dev = current_or_first()?;
+    // SAFETY: the front checked the range.
+    dev.check("cuMemsetD8_v2", unsafe { (crate::api().memset_d8)(address(dst), value, bytes) })?;
+    // A fill of device memory may still be running when cuMemsetD8 returns.
+    wait_legacy(dev)
+}
+
+pub(crate) fn set_async(dst: *mut c_void, value: u8, bytes: usize, stream: &Stream) -> CuResult<()> {
+    stream.enter()?;
+    // SAFETY: the front checked the range; the memory stays allocated until
+    // the stream's work is done (xdal_free waits for it).
+    let code = unsafe { (crate::api().memset_d8_async)(address(dst), value, bytes, stream.handle) };
+    stream.check("cuMemsetD8Async", code)
+}
+
+/// Free and total bytes of `device`.
+pub(crate) fn info(device: usize) -> CuResult<(usize, usize)> {
+    let dev = crate::cuda().device(device);
+    dev.enter()?;
+    let (mut free, mut total) = (0, 0);
+    // SAFETY: valid outputs; the device's context is current.
+    dev.check("cuMemGetInfo_v2", unsafe { (crate::api().mem_get_info)(&mut free, &mut total) })?;
+    Ok((free, total))
+}

@@ -1,0 +1,107 @@
+//! The CUDA backend's table and getter: the only way in. Entries left NULL
+//! take the front's fallbacks (statistics and empty_cache: the front's
+//! counts; graphs: the front's generic replay; activity times: the front's
+//! host functions around each traced operation) or are
+//! `XDAL_ERROR_NOT_SUPPORTED` (fault injection).
+mod device;
+mod event;
+mod kernel;
+mod memory;
+mod stream;
+
+use crate::error::last_message;
+use crate::stream::Stream;
+use std::ffi::{c_char, CStr};
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+use xdal_abi::*;
+
+static NAME: &CStr = c"cuda";
+
+static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
+    struct_size: std::mem::size_of::<xdal_backend_v1_t>(),
+    abi_major: XDAL_ABI_VERSION_MAJOR,
+    abi_minor: XDAL_ABI_VERSION_MINOR,
+    name: NAME.as_ptr(),
+    device_get_count: Some(device::get_count),
+    device_get_properties: Some(device::get_properties),
+    device_synchronize: Some(device::synchronize),
+    device_get_stream_priority_range: Some(device::stream_priority_range),
+    device_can_access_peer: Some(device::can_access_peer),
+    mem_get_info: Some(device::mem_get_info),
+    mem_alloc: Some(memory::malloc),
+    mem_free: Some(memory::free),
+    mem_alloc_host: Some(memory::malloc_host),
+    mem_free_host: Some(memory::free_host),
+    mem_alloc_async: Some(memory::malloc_async),
+    mem_free_async: Some(memory::free_async),
+    mem_copy: Some(memory::memcpy),
+    mem_copy_async: Some(memory::memcpy_async),
+    mem_copy_peer: Some(memory::memcpy_peer),
+    mem_set: Some(memory::memset),
+    mem_set_async: Some(memory::memset_async),
+    // The front's counts of what went through xdal: the driver's pools
+    // keep no statistics xdal's numbers could be made of.
+    mem_get_stats: None,
+    mem_reset_peak_stats: None,
+    mem_empty_cache: None,
+    stream_create: Some(stream::create),
+    stream_destroy: Some(stream::destroy),
+    stream_query: Some(stream::query),
+    stream_synchronize: Some(stream::synchronize),
+    stream_wait_event: Some(stream::wait_event),
+    launch_host_func: Some(stream::launch_host_func),
+    event_create: Some(event::create),
+    event_destroy: Some(event::destroy),
+    event_record: Some(event::record),
+    event_query: Some(event::query),
+    event_synchronize: Some(event::synchronize),
+    event_elapsed_time: Some(event::elapsed_time),
+    address_get_device: Some(memory::address_get_device),
+    last_error_message: Some(last_error_message),
+    module_load: Some(kernel::module_load),
+    module_load_data: Some(kernel::module_load_data),
+    module_get_builtin: Some(kernel::module_get_builtin),
+    module_unload: Some(kernel::module_unload),
+    module_get_function: Some(kernel::module_get_function),
+    function_from_host: Some(kernel::function_from_host),
+    function_release: Some(kernel::function_release),
+    launch_kernel: Some(kernel::launch_kernel),
+    // No fault injection: the front answers XDAL_ERROR_NOT_SUPPORTED.
+    debug_set_faults: None,
+    // Graphs: the front's generic replay (CUDA graphs are not used yet).
+    graph_exec_create: None,
+    graph_exec_launch: None,
+    graph_exec_destroy: None,
+    // Activity times: the front's host functions around the operation.
+    time_next_enqueue: None,
+};
+
+/// The CUDA backend's table getter, with the signature every plugin's
+/// `xdal_backend_get_v1` has. The driver is opened at the first
+/// `device_get_count`, which reports what is missing.
+///
+/// # Safety
+/// `table` must be NULL or point to writable storage for one pointer.
+pub unsafe extern "C" fn xdal_cuda_backend_get_v1(
+    front_abi_major: u32,
+    _front_abi_minor: u32,
+    table: *mut *const xdal_backend_v1_t,
+) -> xdal_status_raw {
+    // SAFETY: the caller's contract is hand_out_table's.
+    unsafe { xdal_backend_support::hand_out_table(front_abi_major, table, &TABLE) }
+}
+
+unsafe extern "C" fn last_error_message() -> *const c_char {
+    last_message()
+}
+
+/// Borrows the stream behind a native handle made by `stream::create`.
+///
+/// # Safety
+/// `handle` must be a live handle from `stream::create` (the front checks).
+unsafe fn stream_ref(handle: xdal_backend_stream_t) -> ManuallyDrop<Arc<Stream>> {
+    // SAFETY: per the contract above; the front keeps the handle alive for
+    // the duration of the call.
+    unsafe { xdal_backend_support::arc_ref(handle) }
+}
