@@ -82,7 +82,7 @@ def differences(built, committed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("sources", type=pathlib.Path, help="the .cu files' directory")
     parser.add_argument("out", type=pathlib.Path, help="where the .ptx files go")
     parser.add_argument("--nvrtc", help="the NVRTC version required, MAJOR.MINOR")
