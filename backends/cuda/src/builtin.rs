@@ -11,11 +11,29 @@ use std::sync::{Arc, OnceLock};
 /// Threads per block of a built-in's launch.
 pub(crate) const BLOCK: u32 = 256;
 
-/// The PTX of each program, in program order; empty until the programs are
-/// generated for this backend.
-static PTX: &[&str] = &[];
+/// The PTX of each program, in program order (`xdal_dtype_t` order: a
+/// test checks each file is its program's). Generated ahead of time by
+/// NVRTC for compute_80 (tools/cuda-ptx.sh), so that building needs no
+/// CUDA; the driver compiles it for the device at the first load.
+static PTX: &[&str] = &[
+    include_str!("../ptx/f64.ptx"),
+    include_str!("../ptx/f32.ptx"),
+    include_str!("../ptx/f16.ptx"),
+    include_str!("../ptx/bf16.ptx"),
+    include_str!("../ptx/f8e4m3.ptx"),
+    include_str!("../ptx/f8e5m2.ptx"),
+    include_str!("../ptx/f4e2m1.ptx"),
+    include_str!("../ptx/i64.ptx"),
+    include_str!("../ptx/i32.ptx"),
+    include_str!("../ptx/i16.ptx"),
+    include_str!("../ptx/i8.ptx"),
+    include_str!("../ptx/u8.ptx"),
+    include_str!("../ptx/i4.ptx"),
+    include_str!("../ptx/bool.ptx"),
+];
 
-/// Whether the built-ins can run here; the refusal says why not.
+/// Whether the built-ins can run here (every program has its PTX); the
+/// refusal says why not.
 pub(crate) fn available() -> CuResult<()> {
     if PTX.len() != xdal_backend_support::kernels::program_count() {
         return Err(failure!(
@@ -42,4 +60,59 @@ pub(crate) fn image(program: usize) -> CuResult<Arc<Image>> {
         Arc::new(Image::new(PTX[program].as_bytes(), format!("built-in program {stem}")))
     });
     Ok(image.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PTX;
+    use std::collections::HashSet;
+    use xdal_backend_support::kernels::{self, ArgKind};
+
+    /// The kernels of a PTX text and their parameters' byte sizes.
+    fn entries(ptx: &str) -> Vec<(String, Vec<usize>)> {
+        let mut found = Vec::new();
+        let mut lines = ptx.lines();
+        while let Some(line) = lines.next() {
+            let Some(name) = line.strip_prefix(".visible .entry ").and_then(|l| l.strip_suffix('(')) else { continue };
+            let params = lines
+                .by_ref()
+                .take_while(|l| l.trim() != ")")
+                .map(|l| match l.split_whitespace().nth(1) {
+                    Some(".u64" | ".s64" | ".f64" | ".b64") => 8,
+                    Some(".u32" | ".s32" | ".f32" | ".b32") => 4,
+                    Some(".u16" | ".s16" | ".f16" | ".b16") => 2,
+                    Some(".u8" | ".s8" | ".b8") => 1,
+                    // An aggregate: `.param .align A .b8 name[N]`.
+                    _ => l.rsplit('[').next().and_then(|n| n.trim_end_matches([']', ',']).parse().ok()).unwrap_or(0),
+                })
+                .collect();
+            found.push((name.to_string(), params));
+        }
+        found
+    }
+
+    #[test]
+    fn every_program_has_its_ptx_and_every_built_in_its_kernel() {
+        assert_eq!(PTX.len(), kernels::program_count());
+        let programs: Vec<Vec<(String, Vec<usize>)>> = PTX.iter().map(|p| entries(p)).collect();
+        for (program, found) in programs.iter().enumerate() {
+            let fill = format!("fill_{}", kernels::program_stem(program));
+            assert!(found.iter().any(|(name, _)| *name == fill), "program {program}'s PTX has no {fill}");
+        }
+        let mut seen = HashSet::new();
+        for b in kernels::all() {
+            let (_, params) = programs[b.program]
+                .iter()
+                .find(|(name, _)| *name == b.kernel)
+                .unwrap_or_else(|| panic!("{}: no kernel {} in program {}", b.name, b.kernel, b.program));
+            let mut expected: Vec<usize> =
+                b.args.iter().map(|&(kind, size)| if kind == ArgKind::Pointer { 8 } else { size }).collect();
+            if b.route.is_some() {
+                expected.push(4);
+            }
+            assert_eq!(*params, expected, "{}: kernel {}'s parameters", b.name, b.kernel);
+            seen.insert(b.kernel.clone());
+        }
+        assert!(seen.len() > 100, "{} kernels", seen.len());
+    }
 }
