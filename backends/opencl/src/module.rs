@@ -90,10 +90,10 @@ impl ClModule {
             return Err(failure!(XDAL_ERROR_INVALID_VALUE, "{what} is empty"));
         }
         let program = match as_source(image) {
-            Some(source) => program::from_source(source, what)?,
-            None => program::from_binary(image, what)?,
+            Some(source) => program::from_source_shared(source, what)?,
+            None => Arc::new(program::from_binary(image, what)?),
         };
-        Ok(ClModule::Program(Arc::new(program)))
+        Ok(ClModule::Program(program))
     }
 
     pub fn function(&self, name: &CStr) -> ClResult<ClFunction> {

@@ -14,9 +14,11 @@
 //! entry that cannot be read, written or loaded is rebuilt from source.
 use crate::error::{failure, ClCall, ClResult};
 use cl3::types::{cl_device_id, cl_program};
+use std::collections::VecDeque;
 use std::ffi::CString;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// Options every program is built with: kernel argument information, which
 /// launches read to tell SVM pointers from values.
@@ -68,6 +70,44 @@ fn build(program: Program, devices: &[cl_device_id], what: &str) -> ClResult<Pro
 /// holds it.
 pub(crate) fn from_source(source: &str, what: &str) -> ClResult<Program> {
     from_source_cached_in(source, what, cache_dir())
+}
+
+/// Programs built from source lately, most recent last: a module loaded
+/// again from the same source (a framework reloading its kernels, a test
+/// per case) shares the built program, as CUDA's driver serves a PTX it
+/// compiled before from its cache. PoCL runs its compiler's front end on
+/// every build from source, cached or not (about 30 ms for a one-line
+/// kernel), so only xdal can make the second load cheap.
+static RECENT_SOURCES: Mutex<VecDeque<(String, Arc<Program>)>> = Mutex::new(VecDeque::new());
+
+/// How many built programs `RECENT_SOURCES` keeps alive after their
+/// modules are unloaded: a bound on the memory a process that loads many
+/// sources once each leaves behind.
+const RECENT_SOURCES_KEPT: usize = 16;
+
+/// `from_source`, sharing the program of a recent load of the same source.
+pub(crate) fn from_source_shared(source: &str, what: &str) -> ClResult<Arc<Program>> {
+    let recent = || RECENT_SOURCES.lock().unwrap_or_else(|p| p.into_inner());
+    {
+        let mut recent = recent();
+        if let Some(i) = recent.iter().position(|(s, _)| s == source) {
+            let entry = recent.remove(i).expect("a found index");
+            let program = entry.1.clone();
+            recent.push_back(entry);
+            return Ok(program);
+        }
+    }
+    // Built outside the lock: another thread's load of another source does
+    // not wait for this one. Two threads building one source at once each
+    // build it; the later one's program is kept.
+    let program = Arc::new(from_source(source, what)?);
+    let mut recent = recent();
+    recent.retain(|(s, _)| s != source);
+    if recent.len() == RECENT_SOURCES_KEPT {
+        recent.pop_front();
+    }
+    recent.push_back((source.to_string(), program.clone()));
+    Ok(program)
 }
 
 /// `from_source` with the cache in `dir` (None: no disk cache).
@@ -203,6 +243,30 @@ mod tests {
 
     fn entries(dir: &std::path::Path) -> Vec<PathBuf> {
         std::fs::read_dir(dir).map(|d| d.map(|e| e.unwrap().path()).collect()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_source_loaded_again_shares_its_built_program_until_pushed_out() {
+        if crate::started().is_err() {
+            return; // no OpenCL here: the backend's own tests say so
+        }
+        let source = |i: usize| format!("// sharing test {i}\n{SOURCE}");
+        let first = from_source_shared(&source(0), "test").unwrap();
+        let again = from_source_shared(&source(0), "test").unwrap();
+        assert_eq!(first.0, again.0, "the same source gives the program built before");
+        drop((first, again));
+        let kept = from_source_shared(&source(0), "test").unwrap().0;
+        assert_eq!(from_source_shared(&source(0), "test").unwrap().0, kept, "kept after its modules are gone");
+        for i in 1..=RECENT_SOURCES_KEPT {
+            from_source_shared(&source(i), "test").unwrap();
+        }
+        let rebuilt = from_source_shared(&source(0), "test").unwrap();
+        assert!(
+            RECENT_SOURCES.lock().unwrap().iter().filter(|(s, _)| *s == source(0)).count() == 1,
+            "one entry per source"
+        );
+        assert_eq!(RECENT_SOURCES.lock().unwrap().len(), RECENT_SOURCES_KEPT, "the oldest was pushed out, not more");
+        drop(rebuilt);
     }
 
     #[test]
