@@ -14,7 +14,9 @@ use crate::driver::{
 };
 use crate::error::{check, failure, CuResult};
 use crate::stream::Stream;
+use std::collections::BTreeMap;
 use std::ffi::{c_int, c_uint, c_void};
+use std::sync::Mutex;
 use xdal_backend_support::overlap::{self, Move};
 
 /// The legacy default stream (the NULL stream, with the entry points
@@ -32,6 +34,7 @@ pub(crate) fn alloc(device: usize, size: usize) -> CuResult<*mut c_void> {
     // SAFETY: a valid output; the device's context is current.
     let code = unsafe { (crate::api().mem_alloc)(&mut ptr, size) };
     dev.check("cuMemAlloc_v2", code).map_err(|f| with_device(f, dev, size))?;
+    seen(ptr, size, device);
     Ok(ptr as usize as *mut c_void)
 }
 
@@ -68,6 +71,7 @@ pub(crate) fn alloc_async(device: usize, size: usize, stream: &Stream) -> CuResu
     // SAFETY: a valid output; a live stream of the current context.
     let code = unsafe { (crate::api().mem_alloc_async)(&mut ptr, size, stream.handle) };
     stream.check("cuMemAllocAsync", code).map_err(|f| with_device(f, dev, size))?;
+    seen(ptr, size, device);
     Ok(ptr as usize as *mut c_void)
 }
 
@@ -97,7 +101,10 @@ pub(crate) fn free_host(ptr: *mut c_void) -> CuResult<()> {
 }
 
 /// The device whose memory `ptr` is in, or None for host memory and
-/// addresses the driver does not know (freed ones among them).
+/// addresses no device allocation of this backend ever held. The driver
+/// knows live allocations only; a freed one's address is still a device
+/// address, which the host must not dereference, so the ranges this
+/// backend ever allocated answer for it.
 pub(crate) fn device_of(ptr: *const c_void) -> CuResult<Option<usize>> {
     let mut memory_type: c_uint = 0;
     let mut ordinal: c_int = -1;
@@ -109,7 +116,56 @@ pub(crate) fn device_of(ptr: *const c_void) -> CuResult<Option<usize>> {
         unsafe { (crate::api().pointer_get_attributes)(2, attributes.as_ptr(), data.as_mut_ptr(), address(ptr)) };
     check("cuPointerGetAttributes", code)?;
     let devices = crate::cuda().devices.len();
-    Ok((memory_type == CU_MEMORYTYPE_DEVICE && (0..devices as c_int).contains(&ordinal)).then_some(ordinal as usize))
+    if memory_type == CU_MEMORYTYPE_DEVICE && (0..devices as c_int).contains(&ordinal) {
+        return Ok(Some(ordinal as usize));
+    }
+    Ok(SEEN.lock().unwrap_or_else(|p| p.into_inner()).device_of(ptr as usize))
+}
+
+/// Every address range a device allocation of this backend ever held.
+static SEEN: Mutex<Ranges> = Mutex::new(Ranges(BTreeMap::new()));
+
+fn seen(ptr: CUdeviceptr, size: usize, device: usize) {
+    SEEN.lock().unwrap_or_else(|p| p.into_inner()).insert(ptr as usize, size, device);
+}
+
+/// Disjoint address ranges, each of one device: start -> (end, device).
+/// Overlapping or touching ranges of one device merge, so an allocator
+/// that reuses addresses keeps the map small.
+struct Ranges(BTreeMap<usize, (usize, usize)>);
+
+impl Ranges {
+    fn insert(&mut self, start: usize, size: usize, device: usize) {
+        let (mut start, mut end) = (start, start.saturating_add(size));
+        // Ranges that overlap or touch [start, end): those starting at or
+        // before `end` whose end reaches `start`.
+        let touching: Vec<usize> =
+            self.0.range(..=end).rev().take_while(|(_, &(e, _))| e >= start).map(|(&s, _)| s).collect();
+        for s in touching {
+            let (e, d) = self.0[&s];
+            if d == device {
+                self.0.remove(&s);
+                start = start.min(s);
+                end = end.max(e);
+            } else if s < end && e > start {
+                // Another device's range here is stale (the address space
+                // is one): the new allocation replaces it.
+                self.0.remove(&s);
+                if s < start {
+                    self.0.insert(s, (start, d));
+                }
+                if e > end {
+                    self.0.insert(end, (e, d));
+                }
+            }
+        }
+        self.0.insert(start, (end, device));
+    }
+
+    fn device_of(&self, addr: usize) -> Option<usize> {
+        let (_, &(end, device)) = self.0.range(..=addr).next_back()?;
+        (addr < end).then_some(device)
+    }
 }
 
 /// A synchronous copy (not host to host); memmove's result.
@@ -128,10 +184,12 @@ pub(crate) fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> CuResu
         Move::Pieces(pieces) => pieces.iter().try_for_each(|p| copy(p.dst, p.src, p.bytes))?,
         Move::Staged => {
             let staging = alloc(dev.index, bytes).map_err(|f| staging_refused(f, dst, src, bytes))?;
-            let staged = copy(staging as usize, src, bytes).and_then(|()| copy(dst, staging as usize, bytes));
-            // cuMemFree waits for the copies that use the buffer.
+            let staged = copy(staging as usize, src, bytes)
+                .and_then(|()| copy(dst, staging as usize, bytes))
+                .and_then(|()| wait_legacy(dev));
+            // Freed once the copies that use it are done (or failed).
             let freed = free(dev.index, staging);
-            staged.and(freed)?;
+            return staged.and(freed);
         }
     }
     wait_legacy(dev)
@@ -238,4 +296,31 @@ pub(crate) fn info(device: usize) -> CuResult<(usize, usize)> {
     // SAFETY: valid outputs; the device's context is current.
     dev.check("cuMemGetInfo_v2", unsafe { (crate::api().mem_get_info)(&mut free, &mut total) })?;
     Ok((free, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ranges;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn ranges_remember_each_device_and_merge_reused_addresses() {
+        let mut r = Ranges(BTreeMap::new());
+        r.insert(0x1000, 0x100, 0);
+        r.insert(0x1100, 0x100, 0);
+        r.insert(0x1080, 0x10, 0);
+        assert_eq!(r.0.len(), 1, "touching and overlapping ranges of one device merge");
+        assert_eq!(r.device_of(0x1000), Some(0));
+        assert_eq!(r.device_of(0x11ff), Some(0));
+        assert_eq!(r.device_of(0x1200), None);
+        assert_eq!(r.device_of(0xfff), None);
+        r.insert(0x9000, 0x1000, 1);
+        assert_eq!(r.device_of(0x9800), Some(1));
+        // Device 1 now holds part of device 0's old range.
+        r.insert(0x1040, 0x40, 1);
+        assert_eq!(r.device_of(0x1000), Some(0));
+        assert_eq!(r.device_of(0x1050), Some(1));
+        assert_eq!(r.device_of(0x1080), Some(0));
+        assert_eq!(r.0.len(), 4);
+    }
 }
