@@ -3,8 +3,8 @@ use clap::Parser;
 use std::path::PathBuf;
 
 /// The groups of measurements, in the order they run and are reported.
-pub const GROUPS: [&str; 10] =
-    ["alloc", "copy", "enqueue", "roundtrip", "scaling", "kernels", "graphs", "tracing", "dispatch", "opencl"];
+pub const GROUPS: [&str; 11] =
+    ["alloc", "copy", "enqueue", "roundtrip", "scaling", "kernels", "graphs", "tracing", "dispatch", "opencl", "cuda"];
 
 /// Measures xdal's hot paths through the C ABI, each beside a reference
 /// measured in the same run, and prints medians (with min and max) over

@@ -9,6 +9,7 @@ mod alloc;
 mod api;
 mod cli;
 mod copies;
+mod cuda;
 mod dispatch;
 mod gate;
 mod graphs;
@@ -66,6 +67,7 @@ fn run(cli: &Cli, timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
             "tracing" => tracing::run(timing, rows),
             "dispatch" => dispatch::run(timing, rows),
             "opencl" => opencl::run(timing, rows),
+            "cuda" => cuda::run(timing, rows),
             _ => Err(format!("unknown group {name}")),
         };
         outcome.map_err(|e| format!("{name}: {e}"))?;
