@@ -38,8 +38,11 @@ unsafe impl Sync for Loaded {}
 impl Drop for Loaded {
     fn drop(&mut self) {
         if crate::cuda().device(self.device).enter().is_ok() {
-            // SAFETY: the module is this object's; nothing launches from it
-            // any more (functions hold the image alive).
+            // SAFETY: the device's context is current. Launches still queued
+            // may run the module's code: they finish first (no function of
+            // it is left to launch again: each holds the image alive).
+            let _ = unsafe { (crate::api().ctx_synchronize)() };
+            // SAFETY: the module is this object's, and nothing uses it now.
             let _ = unsafe { (crate::api().module_unload)(self.module) };
         }
     }
