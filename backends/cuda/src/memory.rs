@@ -12,7 +12,7 @@ use crate::driver::{
     CUdeviceptr, CUstream, CU_MEMHOSTALLOC_DEVICEMAP, CU_MEMHOSTALLOC_PORTABLE, CU_MEMORYTYPE_DEVICE,
     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
 };
-use crate::error::{check, failure, CuResult};
+use crate::error::{check, failure, CuResult, Failure};
 use crate::stream::Stream;
 use std::collections::BTreeMap;
 use std::ffi::{c_int, c_uint, c_void};
@@ -38,13 +38,27 @@ pub(crate) fn alloc(device: usize, size: usize) -> CuResult<*mut c_void> {
     Ok(ptr as usize as *mut c_void)
 }
 
-/// An allocation's failure with the device and size in its message.
-fn with_device(mut failure: crate::error::Failure, dev: &Device, size: usize) -> crate::error::Failure {
-    failure.message = format!(
-        "{} ({size} bytes on device {}, {}, of {} bytes)",
-        failure.message, dev.index, dev.properties.name, dev.properties.total_memory
-    );
-    failure
+/// An allocation's failure with the device and size in its message. A
+/// size the driver calls invalid (it takes any other) is one it cannot
+/// satisfy: out of memory, as xdal reports it.
+fn with_device(failure: Failure, dev: &Device, size: usize) -> Failure {
+    let failure = invalid_size_is_oom(failure);
+    Failure {
+        message: format!(
+            "{} ({size} bytes on device {}, {}, of {} bytes)",
+            failure.message, dev.index, dev.properties.name, dev.properties.total_memory
+        ),
+        ..failure
+    }
+}
+
+fn invalid_size_is_oom(failure: Failure) -> Failure {
+    match failure.status {
+        xdal_abi::xdal_status::XDAL_ERROR_INVALID_VALUE => {
+            Failure { status: xdal_abi::xdal_status::XDAL_ERROR_OUT_OF_MEMORY, ..failure }
+        }
+        _ => failure,
+    }
 }
 
 pub(crate) fn free(device: usize, ptr: *mut c_void) -> CuResult<()> {
@@ -90,7 +104,11 @@ pub(crate) fn alloc_host(size: usize) -> CuResult<*mut c_void> {
     let mut ptr: *mut c_void = std::ptr::null_mut();
     let flags = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP;
     // SAFETY: a valid output; a context is current.
-    check("cuMemHostAlloc", unsafe { (crate::api().mem_host_alloc)(&mut ptr, size, flags) })?;
+    let code = unsafe { (crate::api().mem_host_alloc)(&mut ptr, size, flags) };
+    check("cuMemHostAlloc", code).map_err(|f| {
+        let f = invalid_size_is_oom(f);
+        Failure { message: format!("{} ({size} bytes of pinned host memory)", f.message), ..f }
+    })?;
     Ok(ptr)
 }
 
@@ -118,6 +136,10 @@ pub(crate) fn device_of(ptr: *const c_void) -> CuResult<Option<usize>> {
     let devices = crate::cuda().devices.len();
     if memory_type == CU_MEMORYTYPE_DEVICE && (0..devices as c_int).contains(&ordinal) {
         return Ok(Some(ordinal as usize));
+    }
+    if memory_type != 0 {
+        // Memory the driver knows as the host's (pinned or registered).
+        return Ok(None);
     }
     Ok(SEEN.lock().unwrap_or_else(|p| p.into_inner()).device_of(ptr as usize))
 }
@@ -195,7 +217,7 @@ pub(crate) fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> CuResu
     wait_legacy(dev)
 }
 
-fn staging_refused(mut f: crate::error::Failure, dst: usize, src: usize, bytes: usize) -> crate::error::Failure {
+fn staging_refused(mut f: Failure, dst: usize, src: usize, bytes: usize) -> Failure {
     f.message = format!(
         "a copy of {bytes} bytes between overlapping ranges {} bytes apart needs a staging buffer of its size: {}",
         dst.abs_diff(src),
