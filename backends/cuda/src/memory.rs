@@ -190,9 +190,24 @@ impl Ranges {
     }
 }
 
+/// The device whose context runs a synchronous operation on `addresses`:
+/// that of the first one in device memory (the driver reaches another
+/// device's memory from a context only through peer access, which not
+/// every pair has), else the current one.
+fn device_for(addresses: &[*const c_void]) -> CuResult<&'static Device> {
+    for &address in addresses {
+        if let Some(device) = device_of(address)? {
+            let dev = crate::cuda().device(device);
+            dev.enter()?;
+            return Ok(dev);
+        }
+    }
+    current_or_first()
+}
+
 /// A synchronous copy (not host to host); memmove's result.
 pub(crate) fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> CuResult<()> {
-    let dev = current_or_first()?;
+    let dev = device_for(&[dst.cast_const(), src])?;
     let api = crate::api();
     let copy = |dst: usize, src: usize, bytes: usize| {
         // SAFETY: the front checked both ranges; the pieces lie within them
@@ -295,7 +310,7 @@ pub(crate) fn copy_peer(
 }
 
 pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> CuResult<()> {
-    let dev = current_or_first()?;
+    let dev = device_for(&[dst.cast_const()])?;
     // SAFETY: the front checked the range.
     dev.check("cuMemsetD8_v2", unsafe { (crate::api().memset_d8)(address(dst), value, bytes) })?;
     // A fill of device memory may still be running when cuMemsetD8 returns.
