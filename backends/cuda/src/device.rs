@@ -11,8 +11,9 @@
 //! other devices go on working.
 use crate::driver::{attribute, Api, CUcontext, CUdevice, CUresult, Driver, CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED};
 use crate::error::{check, cuda_failure, failure, is_context_fatal, CuResult};
+use crate::stream::Stream;
 use std::ffi::{c_char, c_int, CStr};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// What the front needs to know of a device, asked once.
 pub(crate) struct Properties {
@@ -49,6 +50,9 @@ pub(crate) struct Device {
     pub priorities: (c_int, c_int),
     /// `peers[j]`: whether this device's kernels reach device j's memory.
     pub peers: Vec<bool>,
+    /// The device's streams, whose sticky errors a device synchronization
+    /// reports too.
+    pub streams: Mutex<Vec<Weak<Stream>>>,
     /// Why the device was lost, once it is.
     lost: OnceLock<String>,
 }
@@ -88,11 +92,19 @@ impl Device {
         Err(failure)
     }
 
-    /// Waits for the work of every stream of the device, destroyed ones too.
+    /// Waits for the work of every stream of the device, destroyed ones
+    /// too; then reports the first sticky error of a live stream, as the
+    /// streams' own synchronizations would.
     pub fn synchronize(&self) -> CuResult<()> {
         self.enter()?;
         // SAFETY: the device's context is current.
-        self.check("cuCtxSynchronize", unsafe { (crate::api().ctx_synchronize)() })
+        self.check("cuCtxSynchronize", unsafe { (crate::api().ctx_synchronize)() })?;
+        let live: Vec<Arc<Stream>> = {
+            let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+            streams.retain(|s| s.strong_count() > 0);
+            streams.iter().filter_map(Weak::upgrade).collect()
+        };
+        live.iter().try_for_each(|s| s.sticky())
     }
 }
 
@@ -186,6 +198,7 @@ pub(crate) fn discover(driver: &Driver) -> Result<Vec<Device>, String> {
             properties,
             priorities: (least, greatest),
             peers: vec![false; driver.device_count],
+            streams: Mutex::new(Vec::new()),
             lost: OnceLock::new(),
         });
     }

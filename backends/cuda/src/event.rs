@@ -3,7 +3,7 @@
 //! per device it was recorded on (made at its first record there), and
 //! remembers which one holds the latest recorded point.
 use crate::driver::{CUevent, CUDA_ERROR_NOT_READY, CU_EVENT_DISABLE_TIMING};
-use crate::error::{failure, CuResult};
+use crate::error::{failure, CuResult, Failure};
 use crate::stream::Stream;
 use std::sync::Mutex;
 
@@ -17,6 +17,10 @@ struct State {
     per_device: Vec<CUevent>,
     /// The device whose event holds the last recorded point.
     recorded: Option<usize>,
+    /// The sticky error of the stream at the last record: work before the
+    /// recorded point failed, which the event's query and synchronization
+    /// report, as the stream's do.
+    failed: Option<Failure>,
 }
 
 // SAFETY: CUDA events may be used from any thread; the state is behind a
@@ -28,7 +32,10 @@ unsafe impl Sync for Event {}
 impl Event {
     pub fn new(timing: bool) -> Event {
         let devices = crate::cuda().devices.len();
-        Event { timing, state: Mutex::new(State { per_device: vec![std::ptr::null_mut(); devices], recorded: None }) }
+        Event {
+            timing,
+            state: Mutex::new(State { per_device: vec![std::ptr::null_mut(); devices], recorded: None, failed: None }),
+        }
     }
 
     /// The device and CUDA event of the last recorded point.
@@ -51,7 +58,16 @@ impl Event {
         // SAFETY: an event and a stream of the current context.
         stream.check("cuEventRecord", unsafe { (api.event_record)(state.per_device[stream.device], stream.handle) })?;
         state.recorded = Some(stream.device);
+        state.failed = stream.sticky().err();
         Ok(())
+    }
+
+    /// The failure of work before the recorded point, if any.
+    fn failed(&self) -> CuResult<()> {
+        match &self.state.lock().unwrap_or_else(|p| p.into_inner()).failed {
+            Some(failure) => Err(failure.clone()),
+            None => Ok(()),
+        }
     }
 
     pub fn query(&self) -> CuResult<()> {
@@ -61,7 +77,7 @@ impl Event {
         // SAFETY: a live event of the current context.
         match unsafe { (crate::api().event_query)(event) } {
             CUDA_ERROR_NOT_READY => Err(failure!(XDAL_ERROR_NOT_READY, "xdal_event_query: not reached")),
-            code => dev.check("cuEventQuery", code),
+            code => dev.check("cuEventQuery", code).and_then(|()| self.failed()),
         }
     }
 
@@ -70,7 +86,8 @@ impl Event {
         let dev = crate::cuda().device(device);
         dev.enter()?;
         // SAFETY: a live event of the current context.
-        dev.check("cuEventSynchronize", unsafe { (crate::api().event_synchronize)(event) })
+        dev.check("cuEventSynchronize", unsafe { (crate::api().event_synchronize)(event) })?;
+        self.failed()
     }
 
     /// Makes `stream`'s later work wait for the recorded point (of any

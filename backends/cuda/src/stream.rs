@@ -33,7 +33,12 @@ impl Stream {
         // SAFETY: a valid output; the device's context is current.
         let code = unsafe { (crate::api().stream_create_with_priority)(&mut handle, CU_STREAM_NON_BLOCKING, priority) };
         dev.check("cuStreamCreateWithPriority", code)?;
-        Ok(Arc::new(Stream { device, handle, error: Mutex::new(None) }))
+        let stream = Arc::new(Stream { device, handle, error: Mutex::new(None) });
+        let mut streams = dev.streams.lock().unwrap_or_else(|p| p.into_inner());
+        streams.retain(|s| s.strong_count() > 0);
+        streams.push(Arc::downgrade(&stream));
+        drop(streams);
+        Ok(stream)
     }
 
     /// Makes the stream's device current, refusing a lost one.
@@ -46,7 +51,8 @@ impl Stream {
         crate::cuda().device(self.device).check(what, code)
     }
 
-    fn sticky(&self) -> CuResult<()> {
+    /// The stream's sticky error, if it has one.
+    pub fn sticky(&self) -> CuResult<()> {
         match &*self.error.lock().unwrap_or_else(|p| p.into_inner()) {
             Some(failure) => Err(failure.clone()),
             None => Ok(()),
