@@ -29,6 +29,7 @@ pub(crate) type CUhostFn = Option<unsafe extern "C" fn(*mut c_void)>;
 
 pub(crate) const CUDA_SUCCESS: CUresult = 0;
 pub(crate) const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
+pub(crate) const CUDA_ERROR_NO_DEVICE: CUresult = 100;
 pub(crate) const CUDA_ERROR_NOT_FOUND: CUresult = 500;
 pub(crate) const CUDA_ERROR_NOT_READY: CUresult = 600;
 pub(crate) const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: CUresult = 704;
@@ -179,6 +180,12 @@ pub(crate) fn too_old(path: &str, version: c_int) -> String {
     )
 }
 
+/// Where `CUDA_VISIBLE_DEVICES` is set, a note that it may hide devices.
+fn visible_devices_hint() -> String {
+    std::env::var("CUDA_VISIBLE_DEVICES")
+        .map_or(String::new(), |v| format!(" (CUDA_VISIBLE_DEVICES={v:?} may hide them)"))
+}
+
 impl Driver {
     /// Opens the driver at `path`, checks its version, initialises it and
     /// counts its devices; the error says what is missing.
@@ -212,7 +219,11 @@ impl Driver {
         // SAFETY: flags must be 0.
         let code = unsafe { init(0) };
         if code != CUDA_SUCCESS {
-            return Err(format!("the CUDA driver {path} did not start: {}", cuda_failure("cuInit", code).message));
+            let hint = if code == CUDA_ERROR_NO_DEVICE { visible_devices_hint() } else { String::new() };
+            return Err(format!(
+                "the CUDA driver {path} did not start: {}{hint}",
+                cuda_failure("cuInit", code).message
+            ));
         }
         // SAFETY: as above.
         let get_count: unsafe extern "C" fn(*mut c_int) -> CUresult =
@@ -224,9 +235,8 @@ impl Driver {
             return Err(cuda_failure("cuDeviceGetCount", code).message);
         }
         if count <= 0 {
-            let visible = std::env::var("CUDA_VISIBLE_DEVICES")
-                .map_or(String::new(), |v| format!(" (CUDA_VISIBLE_DEVICES={v:?} may hide them)"));
-            return Err(format!("the CUDA driver {path} (version {}) sees no device{visible}", version_text(version)));
+            let hint = visible_devices_hint();
+            return Err(format!("the CUDA driver {path} (version {}) sees no device{hint}", version_text(version)));
         }
         let api = Api::resolve(&lookup)?;
         // SAFETY: cuFuncGetParamInfo's signature, where the driver has it.
