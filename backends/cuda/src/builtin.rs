@@ -4,7 +4,7 @@
 //! one of its kernels is asked for there, and kept for the process.
 //! What a built-in is called, takes and checks is the catalogue's
 //! (`xdal_backend_support::kernels`).
-use crate::error::{failure, CuResult};
+use crate::error::CuResult;
 use crate::module::Image;
 use std::sync::{Arc, OnceLock};
 
@@ -32,27 +32,13 @@ static PTX: &[&str] = &[
     include_str!("../ptx/bool.ptx"),
 ];
 
-/// Whether the built-ins can run here (every program has its PTX); the
-/// refusal says why not.
-pub(crate) fn available() -> CuResult<()> {
-    if PTX.len() != xdal_backend_support::kernels::program_count() {
-        return Err(failure!(
-            XDAL_ERROR_NOT_SUPPORTED,
-            "the CUDA backend was built without its built-in kernels' PTX: load kernels with xdal_module_load"
-        ));
-    }
-    Ok(())
-}
-
-/// `dtype_mask` of the device properties: the built-ins' types, or none
-/// when they are not available.
+/// `dtype_mask` of the device properties: the built-ins handle every type.
 pub(crate) fn dtype_mask() -> u64 {
-    available().map_or(0, |()| xdal_backend_support::kernels::dtype_mask())
+    xdal_backend_support::kernels::dtype_mask()
 }
 
 /// Program `program`'s image, shared by every function of it.
 pub(crate) fn image(program: usize) -> CuResult<Arc<Image>> {
-    available()?;
     static IMAGES: OnceLock<Vec<OnceLock<Arc<Image>>>> = OnceLock::new();
     let images = IMAGES.get_or_init(|| PTX.iter().map(|_| OnceLock::new()).collect());
     let image = images[program].get_or_init(|| {

@@ -44,7 +44,6 @@ pub(super) unsafe extern "C" fn module_load_data(
 pub(super) unsafe extern "C" fn module_get_builtin(out: *mut xdal_backend_module_t) -> xdal_status_raw {
     static BUILTIN: OnceLock<Arc<CuModule>> = OnceLock::new();
     entry(|| {
-        crate::builtin::available()?;
         let module = BUILTIN.get_or_init(|| Arc::new(CuModule::Builtin)).clone();
         // SAFETY: the front passes a valid output pointer.
         unsafe { hand_out(out, module) };
@@ -118,6 +117,6 @@ pub(super) unsafe extern "C" fn launch_kernel(
         };
         // SAFETY: the front checked every value is non-NULL; the caller
         // provides `size` readable bytes at each.
-        unsafe { function.launch(&stream, grid, block, shared_mem_bytes, args) }
+        crate::timing::around(&stream, || unsafe { function.launch(&stream, grid, block, shared_mem_bytes, args) })
     })
 }
