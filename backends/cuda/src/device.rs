@@ -99,6 +99,7 @@ impl Device {
         self.enter()?;
         // SAFETY: the device's context is current.
         self.check("cuCtxSynchronize", unsafe { (crate::api().ctx_synchronize)() })?;
+        crate::timing::settle(self.index);
         let live: Vec<Arc<Stream>> = {
             let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
             streams.retain(|s| s.strong_count() > 0);

@@ -77,7 +77,11 @@ impl Event {
         // SAFETY: a live event of the current context.
         match unsafe { (crate::api().event_query)(event) } {
             CUDA_ERROR_NOT_READY => Err(failure!(XDAL_ERROR_NOT_READY, "xdal_event_query: not reached")),
-            code => dev.check("cuEventQuery", code).and_then(|()| self.failed()),
+            code => {
+                dev.check("cuEventQuery", code)?;
+                crate::timing::settle(device);
+                self.failed()
+            }
         }
     }
 
@@ -87,6 +91,7 @@ impl Event {
         dev.enter()?;
         // SAFETY: a live event of the current context.
         dev.check("cuEventSynchronize", unsafe { (crate::api().event_synchronize)(event) })?;
+        crate::timing::settle(device);
         self.failed()
     }
 

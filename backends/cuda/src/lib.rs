@@ -18,6 +18,7 @@ mod memory;
 mod module;
 mod stream;
 mod table;
+mod timing;
 
 pub use table::xdal_cuda_backend_get_v1;
 

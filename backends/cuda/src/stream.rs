@@ -70,7 +70,7 @@ impl Stream {
         // SAFETY: a live stream of the current context.
         match unsafe { (crate::api().stream_query)(self.handle) } {
             CUDA_ERROR_NOT_READY => Err(failure!(XDAL_ERROR_NOT_READY, "xdal_stream_query: work pending")),
-            code => self.check("cuStreamQuery", code),
+            code => self.check("cuStreamQuery", code).inspect(|()| crate::timing::settle(self.device)),
         }
     }
 
@@ -79,6 +79,7 @@ impl Stream {
         // SAFETY: a live stream of the current context.
         let code = unsafe { (crate::api().stream_synchronize)(self.handle) };
         self.check("cuStreamSynchronize", code)?;
+        crate::timing::settle(self.device);
         self.sticky()
     }
 

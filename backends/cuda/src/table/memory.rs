@@ -87,8 +87,11 @@ pub(super) unsafe extern "C" fn memcpy_async(
     _kind: xdal_memcpy_kind_t,
     stream: xdal_backend_stream_t,
 ) -> xdal_status_raw {
-    // SAFETY: the front passes a live stream.
-    entry(|| memory::copy_async(dst, src, bytes, unsafe { &stream_ref(stream) }))
+    entry(|| {
+        // SAFETY: the front passes a live stream.
+        let stream = unsafe { stream_ref(stream) };
+        crate::timing::around(&stream, || memory::copy_async(dst, src, bytes, &stream))
+    })
 }
 
 pub(super) unsafe extern "C" fn memcpy_peer(
@@ -111,6 +114,9 @@ pub(super) unsafe extern "C" fn memset_async(
     bytes: usize,
     stream: xdal_backend_stream_t,
 ) -> xdal_status_raw {
-    // SAFETY: the front passes a live stream.
-    entry(|| memory::set_async(dst, value as u8, bytes, unsafe { &stream_ref(stream) }))
+    entry(|| {
+        // SAFETY: the front passes a live stream.
+        let stream = unsafe { stream_ref(stream) };
+        crate::timing::around(&stream, || memory::set_async(dst, value as u8, bytes, &stream))
+    })
 }

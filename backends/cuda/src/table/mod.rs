@@ -1,7 +1,6 @@
 //! The CUDA backend's table and getter: the only way in. Entries left NULL
 //! take the front's fallbacks (statistics and empty_cache: the front's
-//! counts; graphs: the front's generic replay; activity times: the front's
-//! host functions around each traced operation) or are
+//! counts; graphs: the front's generic replay) or are
 //! `XDAL_ERROR_NOT_SUPPORTED` (fault injection).
 mod device;
 mod event;
@@ -73,8 +72,8 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     graph_exec_create: None,
     graph_exec_launch: None,
     graph_exec_destroy: None,
-    // Activity times: the front's host functions around the operation.
-    time_next_enqueue: None,
+    // CUDA events around the operation (timing.rs).
+    time_next_enqueue: Some(time_next_enqueue),
 };
 
 /// The CUDA backend's table getter, with the signature every plugin's
@@ -94,6 +93,11 @@ pub unsafe extern "C" fn xdal_cuda_backend_get_v1(
 
 unsafe extern "C" fn last_error_message() -> *const c_char {
     last_message()
+}
+
+unsafe extern "C" fn time_next_enqueue(slots: *mut u64) -> xdal_status_raw {
+    crate::timing::time_next(slots as usize);
+    xdal_status::XDAL_SUCCESS as xdal_status_raw
 }
 
 /// Borrows the stream behind a native handle made by `stream::create`.

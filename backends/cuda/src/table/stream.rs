@@ -55,6 +55,9 @@ pub(super) unsafe extern "C" fn launch_host_func(
     func: xdal_host_fn_t,
     user_data: *mut c_void,
 ) -> xdal_status_raw {
-    // SAFETY: the front passes a live stream.
-    entry(|| unsafe { stream_ref(stream) }.launch_host_func(func, user_data))
+    entry(|| {
+        // SAFETY: the front passes a live stream.
+        let stream = unsafe { stream_ref(stream) };
+        crate::timing::around(&stream, || stream.launch_host_func(func, user_data))
+    })
 }
