@@ -198,14 +198,45 @@ impl CuFunction {
         shared_mem_bytes: usize,
         args: &[xdal_kernel_arg_t],
     ) -> CuResult<()> {
+        // SAFETY: per the contract.
+        match unsafe { self.prepare(stream.device, grid, block, shared_mem_bytes, args) }? {
+            Prepared::Launch(mut launch) => self.enqueue(stream, &mut launch),
+            Prepared::Nothing => Ok(()),
+            // What the fake kernel refuses fails the launch, reported by
+            // the stream as a kernel's failure is.
+            Prepared::Refused(failure) => {
+                stream.fail(failure);
+                Ok(())
+            }
+        }
+    }
+
+    /// What a launch on `device` runs, with the argument values copied: the
+    /// checks and translation an eager launch and a graph's kernel node
+    /// share. Refused: what is an error of the call (a size mismatch);
+    /// `Prepared::Refused`: what fails the launch on its stream (a
+    /// built-in's host-side check).
+    ///
+    /// # Safety
+    /// Each argument's `value` is readable for `size` bytes.
+    pub unsafe fn prepare(
+        &self,
+        device: usize,
+        grid: xdal_dim3_t,
+        block: xdal_dim3_t,
+        shared_mem_bytes: usize,
+        args: &[xdal_kernel_arg_t],
+    ) -> CuResult<Prepared> {
         let sizes: Vec<usize> = args.iter().map(|a| a.size).collect();
+        let values: Vec<Vec<u8>> = args
+            .iter()
+            // SAFETY: per the contract.
+            .map(|a| unsafe { std::slice::from_raw_parts(a.value.cast::<u8>(), a.size) }.to_vec())
+            .collect();
         if let Signature::Builtin(b) = &self.signature {
             let expected: Vec<usize> = b.args.iter().map(|a| a.1).collect();
             check_arg_sizes(&self.name, &expected, &sizes)?;
-            // SAFETY: per the contract.
-            let values: Vec<&[u8]> =
-                args.iter().map(|a| unsafe { std::slice::from_raw_parts(a.value.cast::<u8>(), a.size) }).collect();
-            return self.launch_builtin(b, stream, &values);
+            return self.prepare_builtin(b, device, values);
         }
         if let Signature::User(Some(params)) = &self.signature {
             check_arg_sizes(&self.name, params, &sizes)?;
@@ -213,8 +244,14 @@ impl CuFunction {
         let shared = u32::try_from(shared_mem_bytes).map_err(|_| {
             failure!(XDAL_ERROR_INVALID_VALUE, "{}: {shared_mem_bytes} bytes of shared memory", self.name)
         })?;
-        let mut pointers: Vec<*mut c_void> = args.iter().map(|a| a.value.cast_mut()).collect();
-        self.enqueue(stream, [grid.x, grid.y, grid.z], [block.x, block.y, block.z], shared, &mut pointers)
+        let function = self.handle(device)?;
+        Ok(Prepared::Launch(Launch {
+            function,
+            grid: [grid.x, grid.y, grid.z],
+            block: [block.x, block.y, block.z],
+            shared,
+            values,
+        }))
     }
 
     /// A built-in's launch: the host-side checks and plan of
@@ -223,53 +260,47 @@ impl CuFunction {
     /// their work by the grid's size, so a grid capped at the device's
     /// limit still covers it all), with the cast's route as a trailing
     /// `uint` argument.
-    fn launch_builtin(&self, b: &Builtin, stream: &Stream, values: &[&[u8]]) -> CuResult<()> {
-        let plan = match b.plan(&ArgValues(values)) {
+    fn prepare_builtin(&self, b: &Builtin, device: usize, mut values: Vec<Vec<u8>>) -> CuResult<Prepared> {
+        let slices: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        let plan = match b.plan(&ArgValues(&slices)) {
             Ok(plan) => plan,
-            // What the fake kernel refuses fails the launch, reported by
-            // the stream as a kernel's failure is.
-            Err(message) => {
-                stream.fail(failure!(XDAL_ERROR_LAUNCH_FAILED, "{message}"));
-                return Ok(());
-            }
+            Err(message) => return Ok(Prepared::Refused(failure!(XDAL_ERROR_LAUNCH_FAILED, "{message}"))),
         };
         if plan.work_items == 0 {
-            return Ok(());
+            return Ok(Prepared::Nothing);
         }
-        let max_blocks = crate::cuda().device(stream.device).properties.max_grid_dim[0].max(1);
+        let function = self.handle(device)?;
+        let max_blocks = crate::cuda().device(device).properties.max_grid_dim[0].max(1);
         let blocks =
             u32::try_from(plan.work_items.div_ceil(builtin::BLOCK as usize)).unwrap_or(u32::MAX).min(max_blocks);
-        let route = b.route.unwrap_or(0);
-        let mut pointers: Vec<*mut c_void> = values.iter().map(|v| v.as_ptr().cast_mut().cast()).collect();
-        if b.route.is_some() {
-            pointers.push((&route as *const u32).cast_mut().cast());
+        if let Some(route) = b.route {
+            values.push(route.to_ne_bytes().to_vec());
         }
-        self.enqueue(stream, [blocks, 1, 1], [builtin::BLOCK, 1, 1], 0, &mut pointers)
+        Ok(Prepared::Launch(Launch {
+            function,
+            grid: [blocks, 1, 1],
+            block: [builtin::BLOCK, 1, 1],
+            shared: 0,
+            values,
+        }))
     }
 
-    fn enqueue(
-        &self,
-        stream: &Stream,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared: u32,
-        args: &mut [*mut c_void],
-    ) -> CuResult<()> {
-        let function = self.handle(stream.device)?;
+    fn enqueue(&self, stream: &Stream, launch: &mut Launch) -> CuResult<()> {
+        let mut args = launch.pointers();
         stream.enter()?;
         // SAFETY: a kernel of the stream's context; each argument pointer is
         // readable for its parameter's size (checked where the driver tells
         // the sizes), and the driver copies the values before returning.
         let code = unsafe {
             (crate::api().launch_kernel)(
-                function,
-                grid[0],
-                grid[1],
-                grid[2],
-                block[0],
-                block[1],
-                block[2],
-                shared,
+                launch.function,
+                launch.grid[0],
+                launch.grid[1],
+                launch.grid[2],
+                launch.block[0],
+                launch.block[1],
+                launch.block[2],
+                launch.shared,
                 stream.handle,
                 args.as_mut_ptr(),
                 std::ptr::null_mut(),
@@ -280,6 +311,34 @@ impl CuFunction {
             f
         })
     }
+}
+
+/// A kernel launch, translated: what `cuLaunchKernel` or a kernel node
+/// takes, with its own copy of every argument value.
+pub(crate) struct Launch {
+    pub function: CUfunction,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared: u32,
+    pub values: Vec<Vec<u8>>,
+}
+
+impl Launch {
+    /// The `kernelParams` array: a pointer to each value (valid while the
+    /// launch is, and not moved).
+    pub fn pointers(&mut self) -> Vec<*mut c_void> {
+        self.values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect()
+    }
+}
+
+/// What a launch comes to.
+pub(crate) enum Prepared {
+    Launch(Launch),
+    /// No work (a built-in with no work items).
+    Nothing,
+    /// A built-in's host-side check refused it: the launch fails on its
+    /// stream (`XDAL_ERROR_LAUNCH_FAILED`), as a faulting kernel would.
+    Refused(Failure),
 }
 
 /// The byte size of each of `function`'s parameters, or None where the
