@@ -24,6 +24,9 @@ pub(crate) type CUstream = *mut c_void;
 pub(crate) type CUevent = *mut c_void;
 pub(crate) type CUmodule = *mut c_void;
 pub(crate) type CUfunction = *mut c_void;
+pub(crate) type CUgraph = *mut c_void;
+pub(crate) type CUgraphNode = *mut c_void;
+pub(crate) type CUgraphExec = *mut c_void;
 /// `CUhostFn`: the same C signature as `xdal_host_fn_t`.
 pub(crate) type CUhostFn = Option<unsafe extern "C" fn(*mut c_void)>;
 
@@ -53,6 +56,72 @@ pub(crate) const CU_MEMHOSTALLOC_DEVICEMAP: c_uint = 2;
 pub(crate) const CU_POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
 pub(crate) const CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: c_int = 9;
 pub(crate) const CU_MEMORYTYPE_DEVICE: c_uint = 2;
+/// A unified address: the driver finds whose memory it is.
+pub(crate) const CU_MEMORYTYPE_UNIFIED: c_uint = 4;
+
+/// `CUDA_KERNEL_NODE_PARAMS_v2` (CUDA 12.0's `CUDA_KERNEL_NODE_PARAMS`).
+#[repr(C)]
+pub(crate) struct KernelNodeParams {
+    pub func: CUfunction,
+    pub grid: [c_uint; 3],
+    pub block: [c_uint; 3],
+    pub shared_mem_bytes: c_uint,
+    pub kernel_params: *mut *mut c_void,
+    pub extra: *mut *mut c_void,
+    /// `CUkernel`: NULL, `func` is used.
+    pub kern: *mut c_void,
+    /// NULL: the current context.
+    pub ctx: CUcontext,
+}
+
+/// `CUDA_MEMCPY3D`.
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct Memcpy3d {
+    pub src_x_in_bytes: usize,
+    pub src_y: usize,
+    pub src_z: usize,
+    pub src_lod: usize,
+    pub src_memory_type: c_uint,
+    pub src_host: usize,
+    pub src_device: CUdeviceptr,
+    pub src_array: usize,
+    pub reserved0: usize,
+    pub src_pitch: usize,
+    pub src_height: usize,
+    pub dst_x_in_bytes: usize,
+    pub dst_y: usize,
+    pub dst_z: usize,
+    pub dst_lod: usize,
+    pub dst_memory_type: c_uint,
+    pub dst_host: usize,
+    pub dst_device: CUdeviceptr,
+    pub dst_array: usize,
+    pub reserved1: usize,
+    pub dst_pitch: usize,
+    pub dst_height: usize,
+    pub width_in_bytes: usize,
+    pub height: usize,
+    pub depth: usize,
+}
+
+/// `CUDA_MEMSET_NODE_PARAMS`.
+#[repr(C)]
+pub(crate) struct MemsetNodeParams {
+    pub dst: CUdeviceptr,
+    pub pitch: usize,
+    pub value: c_uint,
+    pub element_size: c_uint,
+    pub width: usize,
+    pub height: usize,
+}
+
+/// `CUDA_HOST_NODE_PARAMS`.
+#[repr(C)]
+pub(crate) struct HostNodeParams {
+    pub func: CUhostFn,
+    pub user_data: *mut c_void,
+}
 
 /// `CUdevice_attribute` values read for the device properties.
 pub(crate) mod attribute {
@@ -137,6 +206,45 @@ entry_points! {
     );
 }
 
+/// Declares a group of entry points the backend uses only where the driver
+/// has every one of them: `resolve` gives None if one is missing.
+macro_rules! optional_entry_points {
+    ($group:ident { $( $field:ident = $name:literal / $symbol:literal : fn($($arg:ty),* $(,)?); )* }) => {
+        /// Driver entry points used only where the driver has them all.
+        pub(crate) struct $group {
+            $( pub $field: unsafe extern "C" fn($($arg),*) -> CUresult, )*
+        }
+
+        impl $group {
+            fn resolve(lookup: &Lookup) -> Option<$group> {
+                // SAFETY: each signature is the driver's for REQUIRED_VERSION,
+                // which `lookup` asks for.
+                Some($group { $( $field: unsafe { lookup.optional($name, $symbol)? }, )* })
+            }
+        }
+    };
+}
+
+optional_entry_points! {
+    GraphApi {
+        graph_create = "cuGraphCreate" / "cuGraphCreate": fn(*mut CUgraph, c_uint);
+        graph_destroy = "cuGraphDestroy" / "cuGraphDestroy": fn(CUgraph);
+        add_empty_node = "cuGraphAddEmptyNode" / "cuGraphAddEmptyNode":
+            fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize);
+        add_kernel_node = "cuGraphAddKernelNode" / "cuGraphAddKernelNode_v2":
+            fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, *const KernelNodeParams);
+        add_memcpy_node = "cuGraphAddMemcpyNode" / "cuGraphAddMemcpyNode":
+            fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, *const Memcpy3d, CUcontext);
+        add_memset_node = "cuGraphAddMemsetNode" / "cuGraphAddMemsetNode":
+            fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, *const MemsetNodeParams, CUcontext);
+        add_host_node = "cuGraphAddHostNode" / "cuGraphAddHostNode":
+            fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, *const HostNodeParams);
+        instantiate = "cuGraphInstantiateWithFlags" / "cuGraphInstantiateWithFlags": fn(*mut CUgraphExec, CUgraph, u64);
+        launch = "cuGraphLaunch" / "cuGraphLaunch": fn(CUgraphExec, CUstream);
+        exec_destroy = "cuGraphExecDestroy" / "cuGraphExecDestroy": fn(CUgraphExec);
+    }
+}
+
 /// `cuFuncGetParamInfo(func, index, &offset, &size)`: CUDA 12.4 and later.
 pub(crate) type FuncGetParamInfo = unsafe extern "C" fn(CUfunction, usize, *mut usize, *mut usize) -> CUresult;
 
@@ -151,6 +259,9 @@ pub(crate) struct Driver {
     /// against the kernel's parameter layout (there is no other way to learn
     /// it from a loaded module).
     pub func_get_param_info: Option<FuncGetParamInfo>,
+    /// The graph API; None where the driver lacks part of it: the front
+    /// then replays graphs node by node.
+    pub graph: Option<GraphApi>,
     /// `cuDriverGetVersion`'s answer, e.g. 12040.
     pub version: c_int,
     /// The number of devices `cuDeviceGetCount` reported (at least 1).
@@ -242,7 +353,8 @@ impl Driver {
         // SAFETY: cuFuncGetParamInfo's signature, where the driver has it.
         let func_get_param_info =
             unsafe { lookup.optional::<FuncGetParamInfo>("cuFuncGetParamInfo", "cuFuncGetParamInfo") };
-        Ok(Driver { api, func_get_param_info, version, device_count: count as usize })
+        let graph = GraphApi::resolve(&lookup);
+        Ok(Driver { api, func_get_param_info, graph, version, device_count: count as usize })
     }
 }
 

@@ -14,6 +14,7 @@ mod device;
 mod driver;
 mod error;
 mod event;
+mod graph;
 mod memory;
 mod module;
 mod stream;

@@ -1,9 +1,9 @@
 //! The CUDA backend's table and getter: the only way in. Entries left NULL
 //! take the front's fallbacks (statistics and empty_cache: the front's
-//! counts; graphs: the front's generic replay) or are
-//! `XDAL_ERROR_NOT_SUPPORTED` (fault injection).
+//! counts) or are `XDAL_ERROR_NOT_SUPPORTED` (fault injection).
 mod device;
 mod event;
+mod graph;
 mod kernel;
 mod memory;
 mod stream;
@@ -68,10 +68,11 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     launch_kernel: Some(kernel::launch_kernel),
     // No fault injection: the front answers XDAL_ERROR_NOT_SUPPORTED.
     debug_set_faults: None,
-    // Graphs: the front's generic replay (CUDA graphs are not used yet).
-    graph_exec_create: None,
-    graph_exec_launch: None,
-    graph_exec_destroy: None,
+    // CUDA graphs; a graph they cannot express gets a NULL exec, which the
+    // front replays.
+    graph_exec_create: Some(graph::exec_create),
+    graph_exec_launch: Some(graph::exec_launch),
+    graph_exec_destroy: Some(graph::exec_destroy),
     // CUDA events around the operation (timing.rs).
     time_next_enqueue: Some(time_next_enqueue),
 };
