@@ -23,6 +23,7 @@
  * the order they were added.
  * XDAL_CUDA_STUB=by_symbol makes its cuGetProcAddress find nothing, so the
  * backend finds each entry point by its versioned symbol name instead;
+ * XDAL_CUDA_STUB=graph_copies_refused makes it refuse every memcpy node.
  * Built with CUDA_STUB_NO_GRAPHS too, it lacks cuGraphLaunch, as a driver
  * without the whole graph API would.
  *
@@ -554,6 +555,9 @@ CUresult cuGraphAddMemcpyNode(void **out, void *graph, void *const *deps, size_t
   if (copy->srcMemoryType != 4 || copy->dstMemoryType != 4 || copy->Height != 1 || copy->Depth != 1 ||
       copy->srcXInBytes != 0 || copy->dstXInBytes != 0 || copy->WidthInBytes == 0)
     return CUDA_ERROR_INVALID_VALUE;
+  /* As a driver refusing a copy's memory in a graph (pageable host memory
+     on some) would. */
+  if (mode_is("graph_copies_refused")) return CUDA_ERROR_INVALID_VALUE;
   stub_node node = {0};
   node.kind = NODE_COPY;
   node.dst = copy->dstDevice;

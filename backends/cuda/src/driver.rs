@@ -35,6 +35,7 @@ pub(crate) const CUDA_ERROR_INVALID_VALUE: CUresult = 1;
 pub(crate) const CUDA_ERROR_NO_DEVICE: CUresult = 100;
 pub(crate) const CUDA_ERROR_NOT_FOUND: CUresult = 500;
 pub(crate) const CUDA_ERROR_NOT_READY: CUresult = 600;
+pub(crate) const CUDA_ERROR_NOT_SUPPORTED: CUresult = 801;
 pub(crate) const CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: CUresult = 704;
 
 /// The driver version every signature here is written for: CUDA 12.0

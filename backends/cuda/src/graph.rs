@@ -9,13 +9,14 @@
 //! launches it captured would have. Copies are 1-D ranges of unified
 //! addresses; an overlapping copy becomes the same ordered pieces as the
 //! eager copy. Where the graph cannot be expressed so (the driver lacks the
-//! graph API, or a copy overlaps so much that it needs a staging buffer)
+//! graph API, a copy overlaps so much that it needs a staging buffer, or
+//! the driver refuses a copy's or set's memory in a graph)
 //! `create` gives None and the exec handle stays NULL: the front then
 //! replays the graph through the eager entries (src/graph/exec.rs treats a
 //! NULL native exec so), which is correct, only slower.
 use crate::driver::{
-    CUgraph, CUgraphExec, CUgraphNode, GraphApi, HostNodeParams, KernelNodeParams, Memcpy3d, MemsetNodeParams,
-    CU_MEMORYTYPE_UNIFIED,
+    CUgraph, CUgraphExec, CUgraphNode, CUresult, GraphApi, HostNodeParams, KernelNodeParams, Memcpy3d,
+    MemsetNodeParams, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_NOT_SUPPORTED, CU_MEMORYTYPE_UNIFIED,
 };
 use crate::error::{failure, CuResult, Failure};
 use crate::module::{CuFunction, Prepared};
@@ -137,7 +138,9 @@ impl GraphExec {
             };
             let deps: Vec<CUgraphNode> = dependencies(deps, index)?.iter().map(|&d| tails[d]).collect();
             // SAFETY: the node's fields of its kind are valid (the contract).
-            let tail = unsafe { add_node(&building, device, node, shape, deps, &mut refused) }?;
+            let Some(tail) = unsafe { add_node(&building, device, node, shape, deps, &mut refused) }? else {
+                return Ok(None);
+            };
             tails.push(tail);
         }
         let mut exec: CUgraphExec = std::ptr::null_mut();
@@ -169,7 +172,10 @@ impl Drop for GraphExec {
     }
 }
 
-/// Adds `node` after the CUDA nodes `deps`; its last CUDA node.
+/// Adds `node` after the CUDA nodes `deps`; its last CUDA node, or None
+/// where the driver refuses a copy or set node of it (memory its graphs do
+/// not reach, such as pageable host memory on some drivers): the front's
+/// replay then runs the graph, through the eager calls that take it.
 ///
 /// # Safety
 /// As for `GraphExec::create`.
@@ -180,7 +186,7 @@ unsafe fn add_node(
     shape: Shape,
     deps: Vec<CUgraphNode>,
     refused: &mut Option<Failure>,
-) -> CuResult<CUgraphNode> {
+) -> CuResult<Option<CUgraphNode>> {
     let (api, graph) = (building.api, building.graph);
     let dev = crate::cuda().device(device);
     let context = dev.context.0;
@@ -235,6 +241,9 @@ unsafe fn add_node(
                 // while runs are queued, as for any asynchronous copy.
                 let code =
                     unsafe { (api.add_memcpy_node)(&mut out, graph, after.as_ptr(), after.len(), &copy, context) };
+                if refused_memory(code) {
+                    return Ok(None);
+                }
                 dev.check("cuGraphAddMemcpyNode", code)?;
                 after = vec![out];
             }
@@ -250,6 +259,9 @@ unsafe fn add_node(
             };
             // SAFETY: a range the front checked; valid parameters.
             let code = unsafe { (api.add_memset_node)(&mut out, graph, deps.as_ptr(), deps.len(), &set, context) };
+            if refused_memory(code) {
+                return Ok(None);
+            }
             dev.check("cuGraphAddMemsetNode", code)?;
         }
         Shape::Host => {
@@ -261,7 +273,13 @@ unsafe fn add_node(
             dev.check("cuGraphAddHostNode", code)?;
         }
     }
-    Ok(out)
+    Ok(Some(out))
+}
+
+/// Whether a node's failure is the driver refusing its memory in a graph,
+/// not an error of the device.
+fn refused_memory(code: CUresult) -> bool {
+    matches!(code, CUDA_ERROR_INVALID_VALUE | CUDA_ERROR_NOT_SUPPORTED)
 }
 
 /// A 1-D copy of unified addresses, as `CUDA_MEMCPY3D` describes it.
