@@ -19,15 +19,16 @@
  * runs no kernels: device memory is host memory, and every stream operation
  * runs when it is enqueued. It has every entry point the backend uses, so
  * the backend's streams, events, memory and copies can run a workload; its
- * graphs record copy, set, host and empty nodes, and a launch runs them in
- * the order they were added.
+ * graphs (cuda_stub_graph.c) record copy, set, host and empty nodes, and a
+ * launch runs them in the order they were added.
  * XDAL_CUDA_STUB=by_symbol makes its cuGetProcAddress find nothing, so the
  * backend finds each entry point by its versioned symbol name instead;
  * XDAL_CUDA_STUB=graph_copies_refused makes it refuse every memcpy node.
  * Built with CUDA_STUB_NO_GRAPHS too, it lacks cuGraphLaunch, as a driver
  * without the whole graph API would.
  *
- * The driver API's C signatures are written out here (no CUDA header). */
+ * The driver API's C signatures are written out here and in cuda_stub.h
+ * (no CUDA header). */
 #define _DEFAULT_SOURCE /* clock_gettime, MAP_ANONYMOUS */
 #include <stdlib.h>
 #include <string.h>
@@ -39,16 +40,9 @@
 #include <time.h>
 #endif
 
-typedef int CUresult;
-#define CUDA_SUCCESS 0
-#define CUDA_ERROR_INVALID_VALUE 1
-#define CUDA_ERROR_OUT_OF_MEMORY 2
-#define CUDA_ERROR_INVALID_IMAGE 200
-#define CUDA_ERROR_INVALID_HANDLE 400
-#define CUDA_ERROR_OPERATING_SYSTEM 304
-#define CUDA_ERROR_NOT_FOUND 500
+#include "cuda_stub.h"
 
-static int mode_is(const char *mode) {
+int mode_is(const char *mode) {
   const char *value = getenv("XDAL_CUDA_STUB");
   return value != NULL && strcmp(value, mode) == 0;
 }
@@ -127,16 +121,12 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version, u
 #ifdef CUDA_STUB_FULL
 /* --- The full stub: one device, no kernels ----------------------------------------- */
 
-typedef int CUdevice;
-typedef unsigned long long CUdeviceptr;
-typedef void *CUcontext;
-typedef void (*CUhostFn)(void *);
 
 #define STUB_TOTAL_MEMORY (1ull << 30)
 #define MAX_ALLOCATIONS 4096
 
-static char the_context; /* the one primary context's address is its handle */
-static _Thread_local CUcontext current;
+char the_context; /* the one primary context's address is its handle */
+_Thread_local CUcontext current;
 
 /* Device memory: an arena of address space of its own, as a GPU's is, so
    that no host allocation ever lands where device memory was (the backend
@@ -199,7 +189,7 @@ static CUresult device_free(CUdeviceptr ptr) {
   return result;
 }
 
-static int is_device(CUdeviceptr ptr) {
+int is_device(CUdeviceptr ptr) {
   int found = 0;
   pthread_mutex_lock(&allocations_lock);
   for (int i = 0; i < MAX_ALLOCATIONS && !found; i++)
@@ -267,12 +257,6 @@ CUresult cuCtxSetCurrent(CUcontext context) {
   current = context;
   return CUDA_SUCCESS;
 }
-
-/* Calls that need a current context refuse without one, as the driver does. */
-#define NEEDS_CONTEXT() \
-  do { \
-    if (current == NULL) return 201; /* CUDA_ERROR_INVALID_CONTEXT */ \
-  } while (0)
 
 CUresult cuCtxSynchronize(void) { NEEDS_CONTEXT(); return CUDA_SUCCESS; }
 
@@ -445,193 +429,6 @@ CUresult cuLaunchKernel(void *f, unsigned int gx, unsigned int gy, unsigned int 
   (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shared, (void)stream;
   (void)params, (void)extra;
   return CUDA_ERROR_INVALID_HANDLE;
-}
-
-/* Graphs: a graph records its nodes in the order they are added (which
-   follows every dependency, as a node's dependencies must exist first); an
-   exec is a copy of that list, and a launch runs it on the stream at once. */
-typedef struct {
-  size_t srcXInBytes, srcY, srcZ, srcLOD;
-  unsigned int srcMemoryType;
-  const void *srcHost;
-  CUdeviceptr srcDevice;
-  void *srcArray, *reserved0;
-  size_t srcPitch, srcHeight;
-  size_t dstXInBytes, dstY, dstZ, dstLOD;
-  unsigned int dstMemoryType;
-  void *dstHost;
-  CUdeviceptr dstDevice;
-  void *dstArray, *reserved1;
-  size_t dstPitch, dstHeight;
-  size_t WidthInBytes, Height, Depth;
-} CUDA_MEMCPY3D;
-typedef struct {
-  CUdeviceptr dst;
-  size_t pitch;
-  unsigned int value, elementSize;
-  size_t width, height;
-} CUDA_MEMSET_NODE_PARAMS;
-typedef struct {
-  CUhostFn fn;
-  void *userData;
-} CUDA_HOST_NODE_PARAMS;
-
-enum stub_node_kind { NODE_EMPTY, NODE_COPY, NODE_SET, NODE_HOST };
-typedef struct stub_graph stub_graph;
-typedef struct {
-  stub_graph *graph;
-  enum stub_node_kind kind;
-  CUdeviceptr dst, src;
-  size_t bytes;
-  unsigned char value;
-  CUhostFn fn;
-  void *data;
-} stub_node;
-struct stub_graph {
-  stub_node **nodes;
-  size_t count;
-};
-typedef struct {
-  stub_node *nodes;
-  size_t count;
-} stub_exec;
-
-CUresult cuGraphCreate(void **graph, unsigned int flags) {
-  if (graph == NULL || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  *graph = calloc(1, sizeof(stub_graph));
-  return *graph != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-}
-
-CUresult cuGraphDestroy(void *graph) {
-  stub_graph *g = graph;
-  if (g == NULL) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < g->count; i++) free(g->nodes[i]);
-  free(g->nodes);
-  free(g);
-  return CUDA_SUCCESS;
-}
-
-/* Adds `node` to `graph` after `deps`, which must be nodes of the graph
-   (each once, as the driver requires). */
-static CUresult add_node(void **out, void *graph, void *const *deps, size_t num_deps, stub_node node) {
-  stub_graph *g = graph;
-  if (out == NULL || g == NULL || (num_deps > 0 && deps == NULL)) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < num_deps; i++) {
-    if (deps[i] == NULL || ((stub_node *)deps[i])->graph != g) return CUDA_ERROR_INVALID_VALUE;
-    for (size_t j = 0; j < i; j++)
-      if (deps[j] == deps[i]) return CUDA_ERROR_INVALID_VALUE;
-  }
-  stub_node *copy = malloc(sizeof *copy);
-  stub_node **grown = realloc(g->nodes, (g->count + 1) * sizeof *grown);
-  if (copy == NULL || grown == NULL) {
-    free(copy);
-    if (grown != NULL) g->nodes = grown;
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  *copy = node;
-  copy->graph = g;
-  g->nodes = grown;
-  g->nodes[g->count++] = copy;
-  *out = copy;
-  return CUDA_SUCCESS;
-}
-
-CUresult cuGraphAddEmptyNode(void **out, void *graph, void *const *deps, size_t num_deps) {
-  stub_node node = {0};
-  node.kind = NODE_EMPTY;
-  return add_node(out, graph, deps, num_deps, node);
-}
-
-/* No kernels. */
-CUresult cuGraphAddKernelNode_v2(void **out, void *graph, void *const *deps, size_t num_deps, const void *params) {
-  (void)out, (void)graph, (void)deps, (void)num_deps, (void)params;
-  return CUDA_ERROR_INVALID_HANDLE;
-}
-
-/* 1-D copies of unified addresses only: what the backend makes. */
-CUresult cuGraphAddMemcpyNode(void **out, void *graph, void *const *deps, size_t num_deps,
-                              const CUDA_MEMCPY3D *copy, CUcontext context) {
-  if (copy == NULL || context != &the_context) return CUDA_ERROR_INVALID_VALUE;
-  if (copy->srcMemoryType != 4 || copy->dstMemoryType != 4 || copy->Height != 1 || copy->Depth != 1 ||
-      copy->srcXInBytes != 0 || copy->dstXInBytes != 0 || copy->WidthInBytes == 0)
-    return CUDA_ERROR_INVALID_VALUE;
-  /* As a driver refusing a copy's memory in a graph (pageable host memory
-     on some) would. */
-  if (mode_is("graph_copies_refused")) return CUDA_ERROR_INVALID_VALUE;
-  stub_node node = {0};
-  node.kind = NODE_COPY;
-  node.dst = copy->dstDevice;
-  node.src = copy->srcDevice;
-  node.bytes = copy->WidthInBytes;
-  return add_node(out, graph, deps, num_deps, node);
-}
-
-CUresult cuGraphAddMemsetNode(void **out, void *graph, void *const *deps, size_t num_deps,
-                              const CUDA_MEMSET_NODE_PARAMS *set, CUcontext context) {
-  if (set == NULL || context != &the_context || set->elementSize != 1 || set->height != 1 || set->width == 0 ||
-      set->value > 255)
-    return CUDA_ERROR_INVALID_VALUE;
-  stub_node node = {0};
-  node.kind = NODE_SET;
-  node.dst = set->dst;
-  node.bytes = set->width;
-  node.value = (unsigned char)set->value;
-  return add_node(out, graph, deps, num_deps, node);
-}
-
-CUresult cuGraphAddHostNode(void **out, void *graph, void *const *deps, size_t num_deps,
-                            const CUDA_HOST_NODE_PARAMS *host) {
-  if (host == NULL || host->fn == NULL) return CUDA_ERROR_INVALID_VALUE;
-  stub_node node = {0};
-  node.kind = NODE_HOST;
-  node.fn = host->fn;
-  node.data = host->userData;
-  return add_node(out, graph, deps, num_deps, node);
-}
-
-CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
-  stub_graph *g = graph;
-  NEEDS_CONTEXT();
-  if (exec == NULL || g == NULL || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  stub_exec *e = calloc(1, sizeof *e);
-  if (e == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  e->nodes = calloc(g->count + 1, sizeof *e->nodes);
-  if (e->nodes == NULL) {
-    free(e);
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
-  for (size_t i = 0; i < g->count; i++) e->nodes[i] = *g->nodes[i];
-  e->count = g->count;
-  *exec = e;
-  return CUDA_SUCCESS;
-}
-
-#ifndef CUDA_STUB_NO_GRAPHS
-CUresult cuGraphLaunch(void *exec, void *stream) {
-  const stub_exec *e = exec;
-  (void)stream;
-  NEEDS_CONTEXT();
-  if (e == NULL) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < e->count; i++) {
-    const stub_node *n = &e->nodes[i];
-    switch (n->kind) {
-    case NODE_EMPTY: break;
-    case NODE_COPY: memmove((void *)(uintptr_t)n->dst, (const void *)(uintptr_t)n->src, n->bytes); break;
-    case NODE_SET: memset((void *)(uintptr_t)n->dst, n->value, n->bytes); break;
-    case NODE_HOST: n->fn(n->data); break;
-    }
-  }
-  return CUDA_SUCCESS;
-}
-
-#endif
-
-CUresult cuGraphExecDestroy(void *exec) {
-  stub_exec *e = exec;
-  if (e == NULL) return CUDA_ERROR_INVALID_VALUE;
-  free(e->nodes);
-  free(e);
-  return CUDA_SUCCESS;
 }
 
 /* cuGetProcAddress's names (unversioned) and the functions of CUDA 12.0's
