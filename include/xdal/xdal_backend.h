@@ -448,8 +448,11 @@ typedef struct xdal_backend_v1 {
    * `device`, each after its dependencies (`nodes` and everything it
    * points to are valid during the call only: copy what is kept). A
    * backend that fills this fills `graph_exec_launch` and
-   * `graph_exec_destroy` too. Fallback (all three NULL): the front
-   * replays the nodes through the eager entries, skipping their checks.
+   * `graph_exec_destroy` too. A backend that cannot run this graph
+   * natively (a node its runtime's graphs cannot hold) succeeds and
+   * leaves `*exec` NULL: the front replays that graph. Fallback (all
+   * three NULL): the front replays the nodes through the eager entries,
+   * skipping their checks.
    */
   xdal_status_t (*graph_exec_create)(int device,
                                      const xdal_backend_graph_node_t *nodes,
