@@ -308,8 +308,8 @@ fn copies(timing: &Timing, rows: &mut Vec<Row>, direct: &Direct) -> Res<()> {
 /// the kernel and its first launch to completion (PoCL compiles a kernel
 /// at its first launch, not at clBuildProgram). Each cold one is of a
 /// source made new by a comment; then the same source again in a new
-/// module (the runtime's compiler cache, and xdal's disk cache where
-/// `XDAL_OPENCL_CACHE_DIR` turns it on).
+/// module, which shares the program the backend built for it moments
+/// before (as a process that reloads its kernels would).
 fn builds(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
     let stream = Stream::new()?;
     let mem = DeviceMem::new(256)?;
@@ -332,7 +332,7 @@ fn builds(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
     }
     let (cold, warm) = (Samples { per_op: cold, ops: 1 }, Samples { per_op: warm, ops: 1 });
     rows.push(
-        Row::new(GROUP, "program build and first launch, warm (compiler cache)", Unit::NsPerOp, &warm)
+        Row::new(GROUP, "program build and first launch, warm (the same source again)", Unit::NsPerOp, &warm)
             .vs("cold build", &cold),
     );
     Ok(())
