@@ -2,13 +2,15 @@
 //! failure (a status and a message) and the per-thread message the front
 //! fetches through `last_error_message`; the panic boundary each entry runs
 //! in; the checks of the table getter; native handles that are `Arc`s
-//! turned raw; the strided built-ins' index space, so that every backend
-//! refuses the same shapes; the catalogue of built-in kernels by name; how
-//! to give overlapping copies memmove's result with copies that may not
-//! overlap; the one rule for reading settings from the environment; the
-//! clock of every timestamp; the device backends' built-in kernels (their
-//! source, names, argument layouts and host-side checks). A backend crate
-//! keeps only what is its own.
+//! turned raw, and the entries of streams, events, modules and functions
+//! for backends whose handles are such (`objects`); the strided built-ins'
+//! index space, so that every backend refuses the same shapes; the
+//! catalogue of built-in kernels by name; the device backends' built-in
+//! kernels (their source, names, argument layouts and host-side checks:
+//! `kernels`); how to give overlapping copies memmove's result with copies
+//! that may not overlap; the one rule for reading settings from the
+//! environment; the clock of every timestamp. A backend crate keeps only
+//! what is its own.
 mod catalogue;
 pub mod clock;
 pub mod env;
@@ -16,6 +18,7 @@ mod error;
 mod getter;
 mod handle;
 pub mod kernels;
+pub mod objects;
 pub mod overlap;
 pub mod strided;
 

@@ -2,18 +2,18 @@
 //! take the front's fallbacks (statistics and empty_cache: the front's
 //! counts) or are `XDAL_ERROR_NOT_SUPPORTED` (fault injection).
 mod device;
-mod event;
 mod graph;
-mod kernel;
 mod memory;
-mod stream;
+mod objects;
 
 use crate::error::last_message;
 use crate::stream::Stream;
+use objects::CuObjects;
 use std::ffi::{c_char, CStr};
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use xdal_abi::*;
+use xdal_backend_support::objects as shared;
 
 static NAME: &CStr = c"cuda";
 
@@ -44,28 +44,28 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     mem_get_stats: None,
     mem_reset_peak_stats: None,
     mem_empty_cache: None,
-    stream_create: Some(stream::create),
-    stream_destroy: Some(stream::destroy),
-    stream_query: Some(stream::query),
-    stream_synchronize: Some(stream::synchronize),
-    stream_wait_event: Some(stream::wait_event),
-    launch_host_func: Some(stream::launch_host_func),
-    event_create: Some(event::create),
-    event_destroy: Some(event::destroy),
-    event_record: Some(event::record),
-    event_query: Some(event::query),
-    event_synchronize: Some(event::synchronize),
-    event_elapsed_time: Some(event::elapsed_time),
+    stream_create: Some(shared::stream_create::<CuObjects>),
+    stream_destroy: Some(shared::stream_destroy::<CuObjects>),
+    stream_query: Some(shared::stream_query::<CuObjects>),
+    stream_synchronize: Some(shared::stream_synchronize::<CuObjects>),
+    stream_wait_event: Some(shared::stream_wait_event::<CuObjects>),
+    launch_host_func: Some(shared::launch_host_func::<CuObjects>),
+    event_create: Some(shared::event_create::<CuObjects>),
+    event_destroy: Some(shared::event_destroy::<CuObjects>),
+    event_record: Some(shared::event_record::<CuObjects>),
+    event_query: Some(shared::event_query::<CuObjects>),
+    event_synchronize: Some(shared::event_synchronize::<CuObjects>),
+    event_elapsed_time: Some(shared::event_elapsed_time::<CuObjects>),
     address_get_device: Some(memory::address_get_device),
     last_error_message: Some(last_error_message),
-    module_load: Some(kernel::module_load),
-    module_load_data: Some(kernel::module_load_data),
-    module_get_builtin: Some(kernel::module_get_builtin),
-    module_unload: Some(kernel::module_unload),
-    module_get_function: Some(kernel::module_get_function),
-    function_from_host: Some(kernel::function_from_host),
-    function_release: Some(kernel::function_release),
-    launch_kernel: Some(kernel::launch_kernel),
+    module_load: Some(shared::module_load::<CuObjects>),
+    module_load_data: Some(shared::module_load_data::<CuObjects>),
+    module_get_builtin: Some(shared::module_get_builtin::<CuObjects>),
+    module_unload: Some(shared::module_unload::<CuObjects>),
+    module_get_function: Some(shared::module_get_function::<CuObjects>),
+    function_from_host: Some(shared::function_from_host::<CuObjects>),
+    function_release: Some(shared::function_release::<CuObjects>),
+    launch_kernel: Some(shared::launch_kernel::<CuObjects>),
     // No fault injection: the front answers XDAL_ERROR_NOT_SUPPORTED.
     debug_set_faults: None,
     // CUDA graphs; a graph they cannot express gets a NULL exec, which the
@@ -97,16 +97,18 @@ unsafe extern "C" fn last_error_message() -> *const c_char {
 }
 
 unsafe extern "C" fn time_next_enqueue(slots: *mut u64) -> xdal_status_raw {
-    crate::timing::time_next(slots as usize);
-    xdal_status::XDAL_SUCCESS as xdal_status_raw
+    crate::error::entry(|| {
+        crate::timing::time_next(slots as usize);
+        Ok(())
+    })
 }
 
-/// Borrows the stream behind a native handle made by `stream::create`.
+/// Borrows the stream behind a native handle made by `stream_create`.
 ///
 /// # Safety
-/// `handle` must be a live handle from `stream::create` (the front checks).
+/// `handle` must be a live stream handle (the front checks, and keeps it
+/// alive for the duration of the call).
 unsafe fn stream_ref(handle: xdal_backend_stream_t) -> ManuallyDrop<Arc<Stream>> {
-    // SAFETY: per the contract above; the front keeps the handle alive for
-    // the duration of the call.
-    unsafe { xdal_backend_support::arc_ref(handle) }
+    // SAFETY: per the contract above.
+    unsafe { shared::stream_ref::<CuObjects>(handle) }
 }

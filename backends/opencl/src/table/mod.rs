@@ -2,17 +2,17 @@
 //! NULL take the front's fallbacks (statistics, stream-ordered allocation)
 //! or are `XDAL_ERROR_NOT_SUPPORTED`.
 mod device;
-mod event;
-mod kernel;
 mod memory;
-mod stream;
+mod objects;
 
 use crate::error::last_message;
 use crate::stream::Stream;
+use objects::ClObjects;
 use std::ffi::{c_char, CStr};
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use xdal_abi::*;
+use xdal_backend_support::objects as shared;
 
 static NAME: &CStr = c"opencl";
 
@@ -41,28 +41,28 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     mem_get_stats: None,
     mem_reset_peak_stats: None,
     mem_empty_cache: None,
-    stream_create: Some(stream::create),
-    stream_destroy: Some(stream::destroy),
-    stream_query: Some(stream::query),
-    stream_synchronize: Some(stream::synchronize),
-    stream_wait_event: Some(stream::wait_event),
-    launch_host_func: Some(stream::launch_host_func),
-    event_create: Some(event::create),
-    event_destroy: Some(event::destroy),
-    event_record: Some(event::record),
-    event_query: Some(event::query),
-    event_synchronize: Some(event::synchronize),
-    event_elapsed_time: Some(event::elapsed_time),
+    stream_create: Some(shared::stream_create::<ClObjects>),
+    stream_destroy: Some(shared::stream_destroy::<ClObjects>),
+    stream_query: Some(shared::stream_query::<ClObjects>),
+    stream_synchronize: Some(shared::stream_synchronize::<ClObjects>),
+    stream_wait_event: Some(shared::stream_wait_event::<ClObjects>),
+    launch_host_func: Some(shared::launch_host_func::<ClObjects>),
+    event_create: Some(shared::event_create::<ClObjects>),
+    event_destroy: Some(shared::event_destroy::<ClObjects>),
+    event_record: Some(shared::event_record::<ClObjects>),
+    event_query: Some(shared::event_query::<ClObjects>),
+    event_synchronize: Some(shared::event_synchronize::<ClObjects>),
+    event_elapsed_time: Some(shared::event_elapsed_time::<ClObjects>),
     address_get_device: None,
     last_error_message: Some(last_error_message),
-    module_load: Some(kernel::module_load),
-    module_load_data: Some(kernel::module_load_data),
-    module_get_builtin: Some(kernel::module_get_builtin),
-    module_unload: Some(kernel::module_unload),
-    module_get_function: Some(kernel::module_get_function),
-    function_from_host: Some(kernel::function_from_host),
-    function_release: Some(kernel::function_release),
-    launch_kernel: Some(kernel::launch_kernel),
+    module_load: Some(shared::module_load::<ClObjects>),
+    module_load_data: Some(shared::module_load_data::<ClObjects>),
+    module_get_builtin: Some(shared::module_get_builtin::<ClObjects>),
+    module_unload: Some(shared::module_unload::<ClObjects>),
+    module_get_function: Some(shared::module_get_function::<ClObjects>),
+    function_from_host: Some(shared::function_from_host::<ClObjects>),
+    function_release: Some(shared::function_release::<ClObjects>),
+    launch_kernel: Some(shared::launch_kernel::<ClObjects>),
     // No fault injection: the front answers XDAL_ERROR_NOT_SUPPORTED.
     debug_set_faults: None,
     // Graphs: the front's generic replay (PoCL has no cl_khr_command_buffer).
@@ -70,7 +70,7 @@ static TABLE: xdal_backend_v1_t = xdal_backend_v1_t {
     graph_exec_launch: None,
     graph_exec_destroy: None,
     // Activity times from OpenCL's profiling of each command (timing.rs).
-    time_next_enqueue: Some(stream::time_next_enqueue),
+    time_next_enqueue: Some(time_next_enqueue),
 };
 
 /// The OpenCL backend's table getter, with the signature every plugin's
@@ -92,12 +92,19 @@ unsafe extern "C" fn last_error_message() -> *const c_char {
     last_message()
 }
 
-/// Borrows the stream behind a native handle made by `stream::create`.
+unsafe extern "C" fn time_next_enqueue(slots: *mut u64) -> xdal_status_raw {
+    crate::error::entry(|| {
+        crate::timing::time_next(slots as usize);
+        Ok(())
+    })
+}
+
+/// Borrows the stream behind a native handle made by `stream_create`.
 ///
 /// # Safety
-/// `handle` must be a live handle from `stream::create` (the front checks).
+/// `handle` must be a live stream handle (the front checks, and keeps it
+/// alive for the duration of the call).
 unsafe fn stream_ref(handle: xdal_backend_stream_t) -> ManuallyDrop<Arc<Stream>> {
-    // SAFETY: per the contract above; the front keeps the handle alive for
-    // the duration of the call.
-    unsafe { xdal_backend_support::arc_ref(handle) }
+    // SAFETY: per the contract above.
+    unsafe { shared::stream_ref::<ClObjects>(handle) }
 }
