@@ -7,6 +7,7 @@
 use crate::error::CuResult;
 use crate::module::Image;
 use std::sync::{Arc, OnceLock};
+use xdal_backend_support::kernels::Plan;
 
 /// Threads per block of a built-in's launch.
 pub(crate) const BLOCK: u32 = 256;
@@ -31,6 +32,19 @@ static PTX: &[&str] = &[
     include_str!("../ptx/i4.ptx"),
     include_str!("../ptx/bool.ptx"),
 ];
+
+/// Blocks of `BLOCK` threads for a built-in's launch. A thread per unit of
+/// work where the plan runs in parallel: the kernels give each thread a
+/// contiguous run of the work, so with a unit each neighbouring threads
+/// touch neighbouring memory, which a GPU coalesces (the plan's own
+/// `work_items`, sized for runtimes that compile a kernel per range size,
+/// would give each thread a run of thousands). One thread where the plan
+/// does everything in order. The grid is capped at the device's limit:
+/// the kernels split their work by the grid's size, so it still covers it.
+pub(crate) fn blocks(plan: &Plan, max_blocks: u32) -> u32 {
+    let threads = if plan.work_items <= 1 { plan.work_items } else { plan.units.max(1) };
+    u32::try_from(threads.div_ceil(BLOCK as usize)).unwrap_or(u32::MAX).min(max_blocks.max(1))
+}
 
 /// `dtype_mask` of the device properties: the built-ins handle every type.
 pub(crate) fn dtype_mask() -> u64 {
@@ -75,6 +89,20 @@ mod tests {
             found.push((name.to_string(), params));
         }
         found
+    }
+
+    #[test]
+    fn a_parallel_plan_runs_a_thread_per_unit_and_an_ordered_one_a_single_thread() {
+        use super::{blocks, Plan};
+        assert_eq!(blocks(&Plan { work_items: 1 << 16, units: 10_000_000 }, u32::MAX), 39_063);
+        assert_eq!(blocks(&Plan { work_items: 1 << 10, units: 300 }, u32::MAX), 2);
+        assert_eq!(blocks(&Plan { work_items: 1, units: 1 }, u32::MAX), 1, "in order: one thread");
+        assert_eq!(blocks(&Plan { work_items: 1 << 16, units: 10_000_000 }, 1000), 1000, "capped at the grid limit");
+        assert_eq!(
+            blocks(&Plan { work_items: 1 << 16, units: 1 << 40 }, 0),
+            1,
+            "a limit of 0 reported still gives one block"
+        );
     }
 
     #[test]

@@ -256,10 +256,8 @@ impl CuFunction {
 
     /// A built-in's launch: the host-side checks and plan of
     /// xdal-backend-support's catalogue, then a 1-D grid of blocks of
-    /// `BLOCK` threads covering the plan's work items (the kernels split
-    /// their work by the grid's size, so a grid capped at the device's
-    /// limit still covers it all), with the cast's route as a trailing
-    /// `uint` argument.
+    /// `BLOCK` threads (`builtin::blocks`), with the cast's route as a
+    /// trailing `uint` argument.
     fn prepare_builtin(&self, b: &Builtin, device: usize, mut values: Vec<Vec<u8>>) -> CuResult<Prepared> {
         let slices: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
         let plan = match b.plan(&ArgValues(&slices)) {
@@ -270,9 +268,8 @@ impl CuFunction {
             return Ok(Prepared::Nothing);
         }
         let function = self.handle(device)?;
-        let max_blocks = crate::cuda().device(device).properties.max_grid_dim[0].max(1);
-        let blocks =
-            u32::try_from(plan.work_items.div_ceil(builtin::BLOCK as usize)).unwrap_or(u32::MAX).min(max_blocks);
+        let max_blocks = crate::cuda().device(device).properties.max_grid_dim[0];
+        let blocks = builtin::blocks(&plan, max_blocks);
         if let Some(route) = b.route {
             values.push(route.to_ne_bytes().to_vec());
         }

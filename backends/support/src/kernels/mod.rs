@@ -65,8 +65,17 @@ impl ArgValues<'_> {
 /// range (0: nothing to run, the launch completes in stream order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
-    /// Work items of a 1-D range (0: nothing to run).
+    /// Work items of a 1-D range (0: nothing to run), one of two sizes
+    /// whatever the work, for runtimes that compile a kernel for each range
+    /// size they run it with (plan.rs).
     pub work_items: usize,
+    /// The independent units the work splits into (elements, bytes of a
+    /// packed type, outputs): a runtime that compiles nothing per range size
+    /// (CUDA) may run up to this many work items instead, where a unit each
+    /// makes neighbouring threads touch neighbouring memory. 0 or 1 when
+    /// `work_items` is: nothing to run, or one work item doing everything
+    /// in order.
+    pub units: usize,
 }
 
 /// One built-in kernel.

@@ -29,14 +29,15 @@ fn spread(units: usize) -> Plan {
             1..=MANY => FEW,
             _ => MANY,
         },
+        units,
     }
 }
 
 /// One work item, doing everything in order.
-const ALONE: Plan = Plan { work_items: 1 };
+const ALONE: Plan = Plan { work_items: 1, units: 1 };
 
 /// Nothing to enqueue.
-const NOTHING: Plan = Plan { work_items: 0 };
+const NOTHING: Plan = Plan { work_items: 0, units: 0 };
 
 /// Checks the arguments of `kind` over `s` (and `d` for casts).
 pub(super) fn plan(kind: Kind, s: DType, d: DType, args: &ArgValues) -> Result<Plan, String> {

@@ -102,6 +102,16 @@ fn dense_plans() {
     assert_eq!(items(launch("sum_f64", &[word(0), word(0x1000), word(0)])), 1);
     assert_eq!(items(launch("cast_f32_f32", &[word(0x1000), word(0x1000), word(9)])), 0);
     assert_eq!(items(launch("add_i8", &[word(0x1000), word(0x2000), word(0x1000), word(9)])), 1024);
+    let units = |r: Result<Plan, String>| r.expect("accepted").units;
+    assert_eq!(units(launch("fill_f32", &[word(0x1000), word(5), word(0)[..4].to_vec()])), 5);
+    assert_eq!(units(launch("fill_i4", &[word(0x1001), word(9), vec![3]])), 5, "bytes of a packed type");
+    assert_eq!(units(launch("sum_f64", &[word(0x1000), word(0x2000), word(7)])), 1, "one work item, in order");
+    assert_eq!(units(launch("cast_f32_f32", &[word(0x1000), word(0x1000), word(9)])), 0, "nothing to run");
+    assert_eq!(
+        units(launch("matmul_f32", &[word(0x1000), word(0x2000), word(0x3000), word(3), word(4), word(5)])),
+        12,
+        "an output each"
+    );
     let refused = |name: &str, args: &[Vec<u8>], why: &str| {
         let message = launch(name, args).expect_err(name);
         assert!(message.starts_with(name) && message.contains(why), "{message}");
