@@ -110,7 +110,8 @@ impl BuiltinArgs {
     pub fn reaches(&self, args: &[xdal_kernel_arg_t]) -> XResult<Reaches> {
         let scalar = self.bits.1.div_ceil(8) as usize;
         let Some(values) = ArgReader::new(self.family, scalar, args) else {
-            let expected = ArgReader::layout(self.family, scalar);
+            let layout = ArgReader::layout(self.family, scalar);
+            let expected = &*layout;
             let given: Vec<usize> = args.iter().map(|a| a.size).collect();
             bail!(
                 XDAL_ERROR_INVALID_VALUE,
@@ -210,6 +211,28 @@ fn bytes_for(elements: u64, bits: u32) -> Option<usize> {
     usize::try_from(bytes).ok()
 }
 
+/// The argument sizes of a family: at most six.
+struct Layout {
+    sizes: [usize; 6],
+    len: usize,
+}
+
+impl Layout {
+    fn of<const N: usize>(list: [usize; N]) -> Layout {
+        const { assert!(N <= 6, "a built-in takes at most six arguments") };
+        let mut sizes = [0; 6];
+        sizes[..N].copy_from_slice(&list);
+        Layout { sizes, len: N }
+    }
+}
+
+impl std::ops::Deref for Layout {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        &self.sizes[..self.len]
+    }
+}
+
 /// The launch's argument values, once their sizes are the family's.
 struct ArgReader<'a> {
     args: &'a [xdal_kernel_arg_t],
@@ -217,26 +240,27 @@ struct ArgReader<'a> {
 
 impl<'a> ArgReader<'a> {
     /// The exact argument sizes of `family`, whose scalars take `scalar`
-    /// bytes (a 4-bit type's take one).
-    fn layout(family: Family, scalar: usize) -> Vec<usize> {
+    /// bytes (a 4-bit type's take one). In place, not in a Vec: every
+    /// launch of a built-in asks.
+    fn layout(family: Family, scalar: usize) -> Layout {
         const W: usize = 8;
         const D: usize = DIMS_BYTES;
         match family {
-            Family::Fill => vec![W, W, scalar],
-            Family::Binary => vec![W, W, W, W],
-            Family::Sum | Family::Cast => vec![W, W, W],
-            Family::Matmul => vec![W, W, W, W, W, W],
-            Family::Strided => vec![W, W, W, D, D, D],
-            Family::FillStrided => vec![W, W, D, D, scalar],
-            Family::Axpby => vec![W, W, W, W, scalar, scalar],
-            Family::SumDim => vec![W, W, W, W, W],
+            Family::Fill => Layout::of([W, W, scalar]),
+            Family::Binary => Layout::of([W, W, W, W]),
+            Family::Sum | Family::Cast => Layout::of([W, W, W]),
+            Family::Matmul => Layout::of([W, W, W, W, W, W]),
+            Family::Strided => Layout::of([W, W, W, D, D, D]),
+            Family::FillStrided => Layout::of([W, W, D, D, scalar]),
+            Family::Axpby => Layout::of([W, W, W, W, scalar, scalar]),
+            Family::SumDim => Layout::of([W, W, W, W, W]),
         }
     }
 
     /// None when the count or a size of the arguments is not the family's.
     fn new(family: Family, scalar: usize, args: &'a [xdal_kernel_arg_t]) -> Option<ArgReader<'a>> {
         let layout = Self::layout(family, scalar);
-        let fits = args.len() == layout.len() && args.iter().zip(&layout).all(|(a, &size)| a.size == size);
+        let fits = args.len() == layout.len() && args.iter().zip(layout.iter()).all(|(a, &size)| a.size == size);
         fits.then_some(ArgReader { args })
     }
 
