@@ -63,20 +63,18 @@ const Tensor& operand(const Tensor& x, at::ScalarType type, const Tensor& like, 
 // operator on a and b (the inputs' layout: channels_last in, channels_last
 // out), asked of TensorIterator itself on meta tensors of their layouts.
 // Contiguous (or scalar) inputs give a contiguous result without asking.
-std::vector<int64_t> elementwise_result_strides(const Tensor& a, const Tensor& b, at::ScalarType type,
-                                                at::IntArrayRef shape) {
+c10::DimVector elementwise_result_strides(const Tensor& a, const Tensor& b, at::ScalarType type,
+                                          at::IntArrayRef shape) {
   auto plain = [](const Tensor& t) { return t.dim() == 0 || t.is_contiguous(); };
-  if (plain(a) && plain(b)) {
-    const c10::DimVector strides = c10::contiguous_strides(shape);
-    return {strides.begin(), strides.end()};
-  }
+  if (plain(a) && plain(b)) return c10::contiguous_strides(shape);
   auto meta = [type](const Tensor& t) {
     return at::empty_strided(t.sizes(), t.strides(), at::TensorOptions().dtype(type).device(at::kMeta));
   };
   const Tensor result, meta_a = meta(a), meta_b = meta(b);
   at::TensorIterator iter =
       at::TensorIteratorConfig().add_output(result).add_const_input(meta_a).add_const_input(meta_b).build();
-  return iter.output().strides().vec();
+  const at::IntArrayRef strides = iter.output().strides();
+  return {strides.begin(), strides.end()};
 }
 
 // out = a (op) b with xdal's add_<t>/mul_<t>, or, given `scale`, out = a +
@@ -96,7 +94,7 @@ bool binary_native(const char* op, const Tensor& self, const Tensor& other, Tens
   if (!out.defined()) {
     const Tensor& on = is_xdal(self) ? self : other;
     if (!native_operand(self, on) || !native_operand(other, on)) return false;
-    const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
+    const c10::DimVector shape = at::infer_size_dimvector(self.sizes(), other.sizes());
     out = at::empty_strided(shape, elementwise_result_strides(self, other, type, shape),
                             at::TensorOptions().dtype(type).device(on.device()));
   } else {
@@ -104,10 +102,10 @@ bool binary_native(const char* op, const Tensor& self, const Tensor& other, Tens
     check_write_overlap(out, {self, other});
     if (out.scalar_type() != type) return false;
     if (!native_operand(self, out) || !native_operand(other, out)) return false;
-    const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
+    const c10::DimVector shape = at::infer_size_dimvector(self.sizes(), other.sizes());
     c10::DeviceGuard resize_on(out.device());
     if (at::native::resize_output(out, shape)) {
-      const std::vector<int64_t> strides = elementwise_result_strides(self, other, type, shape);
+      const c10::DimVector strides = elementwise_result_strides(self, other, type, shape);
       if (!out.strides().equals(strides)) out.as_strided_(shape, strides);
     }
   }
@@ -139,7 +137,7 @@ bool binary_native(const char* op, const Tensor& self, const Tensor& other, Tens
 }
 
 bool same_shape_in_place(const Tensor& self, const Tensor& other) {
-  return at::infer_size(self.sizes(), other.sizes()) == self.sizes().vec();
+  return self.sizes().equals(at::infer_size_dimvector(self.sizes(), other.sizes()));
 }
 
 bool alpha_is_one(const at::Scalar& alpha) {

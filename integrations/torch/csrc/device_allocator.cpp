@@ -2,6 +2,17 @@
 // pool (xdal_malloc_async / xdal_free_async on the current stream), with
 // recordStream, the statistics behind torch.accelerator.memory_*, and the
 // resizing of device storages.
+//
+// Freed blocks are kept for reuse on the stream that freed them, by exact
+// size, as c10::cuda's caching allocator keeps its blocks per stream:
+// stream order makes the reuse safe with no synchronization, and a
+// tensor of a size seen before (every step of a training loop) costs no
+// call into xdal, whose allocation entry (handle, capture and tracing
+// checks, the pool, the allocation registry) is most of a small
+// operator's time otherwise. Exact sizes keep xdal's range checks exact:
+// a kernel that overruns a tensor still overruns its xdal allocation.
+// empty_cache, and an allocation that runs out of memory, give the cached
+// blocks back to xdal.
 #include "xdal_torch.h"
 
 #include <c10/core/CachingDeviceAllocator.h>
@@ -19,6 +30,9 @@ namespace {
 using c10::CachingAllocator::Stat;
 using c10::CachingAllocator::StatType;
 constexpr size_t kAgg = static_cast<size_t>(StatType::AGGREGATE);
+// Bytes of freed blocks kept per device at most; past this, a freed block
+// goes back to xdal's pool at once.
+constexpr size_t kMaxCachedBytes = size_t(256) << 20;
 
 void delete_device_memory(void* ptr);
 
@@ -39,28 +53,28 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     const c10::Stream stream = current_stream(device);
     void* ptr = graph_pool_allocate(stream, n);
     const bool pooled = ptr != nullptr;
-    if (!pooled) {
+    std::unique_lock<std::mutex> g(mutex_);
+    if (!pooled) ptr = take_cached(stream, n);
+    if (!ptr && !pooled) {
+      g.unlock();
       // Allocates on the stream's device, whatever the current one.
       xdal_status_t s = xdal_malloc_async(&ptr, n, native_stream(stream));
       if (s == XDAL_ERROR_OUT_OF_MEMORY && !graph_capture_under_way()) {
-        // As c10::cuda does: wait for pending frees, give the pool's cached
+        // As c10::cuda does: wait for pending frees, give the cached
         // blocks back, and try once more (not during a capture, which a
         // device synchronization would break).
-        {
-          DeviceSwitch on(device);
-          TX_CHECK(xdal_device_synchronize());
-        }
+        release_cached(device);
         TX_CHECK(xdal_mem_empty_cache(device));
         s = xdal_malloc_async(&ptr, n, native_stream(stream));
       }
-      if (s == XDAL_ERROR_OUT_OF_MEMORY) {
-        std::lock_guard<std::mutex> g(mutex_);
-        counters.num_ooms++;
+      g.lock();
+      if (s == XDAL_ERROR_OUT_OF_MEMORY) counters.num_ooms++;
+      if (s != XDAL_SUCCESS) {
+        g.unlock();
+        TX_CHECK(s);
       }
-      TX_CHECK(s);
     }
     {
-      std::lock_guard<std::mutex> g(mutex_);
       blocks_.emplace(ptr, Block{device, n, stream, {}, pooled});
       counters.allocation.increase(1);
       counters.bytes.increase(n);
@@ -88,6 +102,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
       auto& c = counters_[size_t(block.device)];  // checked by allocate
       c.allocation.decrease(1);
       c.bytes.decrease(block.size);
+      if (!block.pooled && keep_cached(ptr, block)) return;
     }
     if (block.pooled && graph_pool_free(ptr, block.stream, block.used_on)) return;
     free_device_block(ptr, block.stream, block.used_on);
@@ -97,8 +112,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
 
   void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
     for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
-      DeviceSwitch on(d);
-      TX_CHECK(xdal_device_synchronize());
+      release_cached(d);
       TX_CHECK(xdal_mem_empty_cache(d));
     }
   }
@@ -125,10 +139,9 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     c10::CachingDeviceAllocator::DeviceStats stats;
     stats.allocation[kAgg] = c.allocation;
     stats.active[kAgg] = c.allocation;
-    // Current and peak bytes come from xdal's own accounting of the device.
-    Stat bytes = c.bytes;
-    bytes.current = int64_t(xs.allocated_bytes);
-    bytes.peak = std::max(int64_t(xs.peak_allocated_bytes), bytes.current);
+    // The bytes tensors hold (xdal's allocated bytes include the blocks
+    // cached here; they count as reserved, as on c10::cuda).
+    const Stat bytes = c.bytes;
     stats.allocated_bytes[kAgg] = bytes;
     stats.active_bytes[kAgg] = bytes;
     stats.requested_bytes[kAgg] = bytes;
@@ -169,6 +182,72 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
   }
 
  private:
+  // A cached block's place: the stream that freed it (as packed by
+  // c10::Stream) and its exact size.
+  struct CacheKey {
+    c10::StreamData3 stream;
+    size_t size;
+    bool operator==(const CacheKey& o) const {
+      return stream.stream_id == o.stream.stream_id && stream.device_index == o.stream.device_index &&
+             stream.device_type == o.stream.device_type && size == o.size;
+    }
+  };
+  struct CacheKeyHash {
+    size_t operator()(const CacheKey& k) const {
+      return std::hash<int64_t>()(k.stream.stream_id) ^ (size_t(k.stream.device_index) << 48) ^
+             std::hash<size_t>()(k.size) * 31;
+    }
+  };
+
+  // A block cached for `n` bytes on `stream`, or nullptr. Under mutex_.
+  void* take_cached(const c10::Stream& stream, size_t n) {
+    auto it = cache_.find(CacheKey{stream.pack3(), n});
+    if (it == cache_.end() || it->second.empty()) return nullptr;
+    void* ptr = it->second.back();
+    it->second.pop_back();
+    cached_bytes_[size_t(stream.device_index())] -= n;
+    return ptr;
+  }
+
+  // Keeps a freed block for reuse on its stream; false when it must go
+  // back to xdal now: it was used on other streams (recordStream: the
+  // free waits for them), a capture is under way (the free may have to
+  // wait for it), or the device's cache is full. Under mutex_.
+  bool keep_cached(void* ptr, const Block& block) {
+    if (!block.used_on.empty() || graph_capture_under_way()) return false;
+    size_t& cached = cached_bytes_[size_t(block.device)];
+    if (cached + block.size > kMaxCachedBytes) return false;
+    try {
+      cache_[CacheKey{block.stream.pack3(), block.size}].push_back(ptr);
+    } catch (const std::bad_alloc&) {
+      return false;  // no room to remember it: it goes back to xdal
+    }
+    cached += block.size;
+    return true;
+  }
+
+  // Gives `device`'s cached blocks back to xdal, once the device's work
+  // is done (a block's last use may still be pending on its stream; the
+  // stream itself may be gone).
+  void release_cached(c10::DeviceIndex device) {
+    DeviceSwitch on(device);
+    TX_CHECK(xdal_device_synchronize());
+    std::vector<void*> blocks;
+    {
+      std::lock_guard<std::mutex> g(mutex_);
+      for (auto it = cache_.begin(); it != cache_.end();) {
+        if (it->first.stream.device_index != device) {
+          ++it;
+          continue;
+        }
+        blocks.insert(blocks.end(), it->second.begin(), it->second.end());
+        it = cache_.erase(it);
+      }
+      cached_bytes_[size_t(device)] = 0;
+    }
+    for (void* ptr : blocks) TX_CHECK(xdal_free(ptr));
+  }
+
   struct Counters {
     Stat allocation;
     Stat bytes;
@@ -183,6 +262,8 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
 
   std::mutex mutex_;
   std::unordered_map<void*, Block> blocks_;
+  std::unordered_map<CacheKey, std::vector<void*>, CacheKeyHash> cache_;
+  std::array<size_t, XDAL_MAX_DEVICES> cached_bytes_{};
   std::array<Counters, XDAL_MAX_DEVICES> counters_{};
 };
 
