@@ -74,7 +74,7 @@ pub(crate) struct BuiltinArgs {
 }
 
 /// One pointer argument and the bytes from it that a launch touches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Reach {
     /// Its index in the argument list.
     pub index: usize,
@@ -212,26 +212,7 @@ fn bytes_for(elements: u64, bits: u32) -> Option<usize> {
 }
 
 /// The argument sizes of a family: at most six.
-struct Layout {
-    sizes: [usize; 6],
-    len: usize,
-}
-
-impl Layout {
-    fn of<const N: usize>(list: [usize; N]) -> Layout {
-        const { assert!(N <= 6, "a built-in takes at most six arguments") };
-        let mut sizes = [0; 6];
-        sizes[..N].copy_from_slice(&list);
-        Layout { sizes, len: N }
-    }
-}
-
-impl std::ops::Deref for Layout {
-    type Target = [usize];
-    fn deref(&self) -> &[usize] {
-        &self.sizes[..self.len]
-    }
-}
+type Layout = InPlace<usize, 6>;
 
 /// The launch's argument values, once their sizes are the family's.
 struct ArgReader<'a> {
@@ -295,34 +276,37 @@ impl<'a> ArgReader<'a> {
     }
 }
 
-/// The memory ranges of one launch's pointer arguments (a built-in has at
-/// most three), held in place: every launch of a built-in asks.
+/// The memory ranges of one launch's pointer arguments: a built-in has at
+/// most three.
+pub(crate) type Reaches = InPlace<Reach, 3>;
+
+/// Up to `CAP` values held in place, not on the heap: every launch of a
+/// built-in builds its argument layout and reaches.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Reaches {
-    items: [Reach; 3],
+pub(crate) struct InPlace<T, const CAP: usize> {
+    items: [T; CAP],
     len: usize,
 }
 
-impl Reaches {
-    fn of<const N: usize>(list: [Reach; N]) -> Reaches {
-        const { assert!(N <= 3, "a built-in has at most three pointer arguments") };
-        const NONE: Reach = Reach { index: 0, role: "", addr: 0, bytes: 0 };
-        let mut items = [NONE; 3];
+impl<T: Copy + Default, const CAP: usize> InPlace<T, CAP> {
+    fn of<const N: usize>(list: [T; N]) -> Self {
+        const { assert!(N <= CAP, "more values than the room in place") };
+        let mut items = [T::default(); CAP];
         items[..N].copy_from_slice(&list);
-        Reaches { items, len: N }
+        InPlace { items, len: N }
     }
 }
 
-impl std::ops::Deref for Reaches {
-    type Target = [Reach];
-    fn deref(&self) -> &[Reach] {
+impl<T, const CAP: usize> std::ops::Deref for InPlace<T, CAP> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
         &self.items[..self.len]
     }
 }
 
-impl IntoIterator for Reaches {
-    type Item = Reach;
-    type IntoIter = std::iter::Take<std::array::IntoIter<Reach, 3>>;
+impl<T, const CAP: usize> IntoIterator for InPlace<T, CAP> {
+    type Item = T;
+    type IntoIter = std::iter::Take<std::array::IntoIter<T, CAP>>;
     fn into_iter(self) -> Self::IntoIter {
         self.items.into_iter().take(self.len)
     }
