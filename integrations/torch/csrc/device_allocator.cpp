@@ -54,6 +54,8 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     void* ptr = graph_pool_allocate(stream, n);
     const bool pooled = ptr != nullptr;
     std::unique_lock<std::mutex> g(mutex_);
+    // (Taken during an xdal capture too: the graph then uses an eager
+    // block, as it uses a tensor allocated before the capture.)
     if (!pooled) ptr = take_cached(stream, n);
     if (!ptr && !pooled) {
       g.unlock();
@@ -199,6 +201,20 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     }
   };
 
+  // Whether `stream` takes part in an xdal capture (or cannot say): one
+  // that torch_xdal did not begin. A block freed there must be freed by
+  // xdal, in the graph: cached, it would be handed to an eager tensor
+  // while the graph's replays still write to it.
+  static bool captured_by_xdal(const c10::Stream& stream) noexcept {
+    try {
+      xdal_capture_status_t status = XDAL_CAPTURE_STATUS_NONE;
+      return xdal_stream_get_capture_info(native_stream(stream), &status, nullptr) != XDAL_SUCCESS ||
+             status != XDAL_CAPTURE_STATUS_NONE;
+    } catch (const std::exception&) {
+      return true;  // a stream torch_xdal cannot name: leave it to xdal
+    }
+  }
+
   // A block cached for `n` bytes on `stream`, or nullptr. Under mutex_.
   void* take_cached(const c10::Stream& stream, size_t n) {
     auto it = cache_.find(CacheKey{stream.pack3(), n});
@@ -214,7 +230,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
   // free waits for them), a capture is under way (the free may have to
   // wait for it), or the device's cache is full. Under mutex_.
   bool keep_cached(void* ptr, const Block& block) {
-    if (!block.used_on.empty() || graph_capture_under_way()) return false;
+    if (!block.used_on.empty() || graph_capture_under_way() || captured_by_xdal(block.stream)) return false;
     size_t& cached = cached_bytes_[size_t(block.device)];
     if (cached + block.size > kMaxCachedBytes) return false;
     try {
