@@ -56,31 +56,15 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     std::unique_lock<std::mutex> g(mutex_);
     // (Taken during an xdal capture too: the graph then uses an eager
     // block, as it uses a tensor allocated before the capture.)
-    if (!pooled) ptr = take_cached(stream, n);
-    if (!ptr && !pooled) {
+    if (!ptr) ptr = take_cached(stream, n);
+    if (!ptr) {
       g.unlock();
-      // Allocates on the stream's device, whatever the current one.
-      xdal_status_t s = xdal_malloc_async(&ptr, n, native_stream(stream));
-      if (s == XDAL_ERROR_OUT_OF_MEMORY && !graph_capture_under_way()) {
-        // As c10::cuda does: wait for pending frees, give the cached
-        // blocks back, and try once more (not during a capture, which a
-        // device synchronization would break).
-        release_cached(device);
-        TX_CHECK(xdal_mem_empty_cache(device));
-        s = xdal_malloc_async(&ptr, n, native_stream(stream));
-      }
+      ptr = allocate_from_xdal(device, stream, n);
       g.lock();
-      if (s == XDAL_ERROR_OUT_OF_MEMORY) counters.num_ooms++;
-      if (s != XDAL_SUCCESS) {
-        g.unlock();
-        TX_CHECK(s);
-      }
     }
-    {
-      blocks_.emplace(ptr, Block{device, n, stream, {}, pooled});
-      counters.allocation.increase(1);
-      counters.bytes.increase(n);
-    }
+    blocks_.emplace(ptr, Block{device, n, stream, {}, pooled});
+    counters.allocation.increase(1);
+    counters.bytes.increase(n);
     return {ptr, ptr, &delete_device_memory, c10::Device(kXdal, device)};
   }
 
@@ -184,22 +168,36 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
   }
 
  private:
-  // A cached block's place: the stream that freed it (as packed by
-  // c10::Stream) and its exact size.
+  // A cached block's place: the stream that freed it and its exact size.
   struct CacheKey {
-    c10::StreamData3 stream;
+    c10::Stream stream;
     size_t size;
-    bool operator==(const CacheKey& o) const {
-      return stream.stream_id == o.stream.stream_id && stream.device_index == o.stream.device_index &&
-             stream.device_type == o.stream.device_type && size == o.size;
-    }
+    bool operator==(const CacheKey& o) const { return stream == o.stream && size == o.size; }
   };
   struct CacheKeyHash {
-    size_t operator()(const CacheKey& k) const {
-      return std::hash<int64_t>()(k.stream.stream_id) ^ (size_t(k.stream.device_index) << 48) ^
-             std::hash<size_t>()(k.size) * 31;
-    }
+    size_t operator()(const CacheKey& k) const { return std::hash<c10::Stream>()(k.stream) ^ k.size * 31; }
   };
+
+  // A new block of `n` bytes from xdal's pool, on `stream`'s device
+  // whatever the current one. On XDAL_ERROR_OUT_OF_MEMORY, as c10::cuda
+  // does: wait for pending frees, give the cached blocks back, and try
+  // once more (not during a capture, which a device synchronization would
+  // break); then torch.OutOfMemoryError.
+  void* allocate_from_xdal(c10::DeviceIndex device, const c10::Stream& stream, size_t n) {
+    void* ptr = nullptr;
+    xdal_status_t s = xdal_malloc_async(&ptr, n, native_stream(stream));
+    if (s == XDAL_ERROR_OUT_OF_MEMORY && !graph_capture_under_way()) {
+      release_cached(device);
+      TX_CHECK(xdal_mem_empty_cache(device));
+      s = xdal_malloc_async(&ptr, n, native_stream(stream));
+    }
+    if (s == XDAL_ERROR_OUT_OF_MEMORY) {
+      std::lock_guard<std::mutex> g(mutex_);
+      counters_[size_t(device)].num_ooms++;
+    }
+    TX_CHECK(s);
+    return ptr;
+  }
 
   // Whether `stream` takes part in an xdal capture (or cannot say): one
   // that torch_xdal did not begin. A block freed there must be freed by
@@ -217,7 +215,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
 
   // A block cached for `n` bytes on `stream`, or nullptr. Under mutex_.
   void* take_cached(const c10::Stream& stream, size_t n) {
-    auto it = cache_.find(CacheKey{stream.pack3(), n});
+    auto it = cache_.find(CacheKey{stream, n});
     if (it == cache_.end() || it->second.empty()) return nullptr;
     void* ptr = it->second.back();
     it->second.pop_back();
@@ -234,7 +232,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     size_t& cached = cached_bytes_[size_t(block.device)];
     if (cached + block.size > kMaxCachedBytes) return false;
     try {
-      cache_[CacheKey{block.stream.pack3(), block.size}].push_back(ptr);
+      cache_[CacheKey{block.stream, block.size}].push_back(ptr);
     } catch (const std::bad_alloc&) {
       return false;  // no room to remember it: it goes back to xdal
     }
@@ -252,7 +250,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     {
       std::lock_guard<std::mutex> g(mutex_);
       for (auto it = cache_.begin(); it != cache_.end();) {
-        if (it->first.stream.device_index != device) {
+        if (it->first.stream.device_index() != device) {
           ++it;
           continue;
         }
