@@ -2,6 +2,7 @@
    asynchronous copies host -> device -> device -> host of distinct patterns
    into distinct regions; afterwards every byte is checked. */
 #include "harness.h"
+#include "sync_probe.h"
 
 enum {
   THREADS = 4,
@@ -113,8 +114,100 @@ static void test_threads_streams_copies(void) {
   free(back);
 }
 
+/* One stream shared by several threads, as a pool of workers feeding one
+   device queue does: each thread sets its own bytes, one small set at a
+   time, behind a gate, while another thread queries the stream. Until the
+   gate opens the stream is not done; once it has opened and a query says
+   the stream is done, every set has run: a backend that keeps little
+   bookkeeping for commands nothing waits on (OpenCL's go without an event
+   of their own) must still count them all. */
+enum { SHARED_THREADS = 4, SHARED_SETS = 3000 };
+
+struct shared_stream {
+  xdal_stream_t stream;
+  unsigned char *dev;
+  int index;
+  volatile int *stop;
+};
+
+static void *shared_setter(void *arg) {
+  struct shared_stream *w = (struct shared_stream *)arg;
+  int ok = 1;
+  for (int i = 0; i < SHARED_SETS && ok; i++) {
+    int value = 1 + (i + w->index) % 251;
+    ok &= CHECK_OK(xdal_memset_async(w->dev + (size_t)w->index * SHARED_SETS + (size_t)i, value, 1, w->stream));
+  }
+  return NULL;
+}
+
+static void *shared_querier(void *arg) {
+  struct shared_stream *w = (struct shared_stream *)arg;
+  while (!*w->stop) {
+    xdal_status_t status = xdal_stream_query(w->stream);
+    if (!CHECK(status == XDAL_SUCCESS || status == XDAL_ERROR_NOT_READY)) break;
+  }
+  return NULL;
+}
+
+static void test_threads_share_a_stream(void) {
+  const size_t bytes = (size_t)SHARED_THREADS * SHARED_SETS;
+  xdal_stream_t stream;
+  unsigned char *dev;
+  REQUIRE(CHECK_OK(xdal_stream_create(&stream, XDAL_STREAM_NON_BLOCKING, 0)));
+  REQUIRE(CHECK_OK(xdal_malloc((void **)&dev, bytes)));
+  REQUIRE(CHECK_OK(xdal_memset(dev, 0, bytes)));
+  int sync_backend = backend_runs_work_synchronously();
+  static harness_gate gate;
+  if (!sync_backend) {
+    gate_init(&gate);
+    CHECK_OK(xdal_launch_host_func(stream, gate_host_fn, &gate));
+  } else {
+    note_synchronous();
+  }
+  volatile int stop = 0;
+  struct shared_stream workers[SHARED_THREADS + 1];
+  pthread_t threads[SHARED_THREADS + 1];
+  for (int t = 0; t <= SHARED_THREADS; t++) {
+    workers[t] = (struct shared_stream){stream, dev, t, &stop};
+    REQUIRE(pthread_create(&threads[t], NULL, t < SHARED_THREADS ? shared_setter : shared_querier, &workers[t]) ==
+            0);
+  }
+  for (int t = 0; t < SHARED_THREADS; t++) pthread_join(threads[t], NULL);
+  stop = 1;
+  pthread_join(threads[SHARED_THREADS], NULL);
+  if (!sync_backend) {
+    CHECK_STATUS(XDAL_ERROR_NOT_READY, xdal_stream_query(stream));
+    gate_open(&gate);
+  }
+  xdal_status_t status;
+  while ((status = xdal_stream_query(stream)) == XDAL_ERROR_NOT_READY) {
+  }
+  CHECK_OK(status);
+  /* The query said done: read back without synchronizing the stream (a
+     synchronous copy waits for the default stream only, and this stream
+     does not block with it). */
+  unsigned char *back = calloc(1, bytes);
+  REQUIRE(back != NULL);
+  if (CHECK_OK(xdal_memcpy(back, dev, bytes, XDAL_MEMCPY_DEVICE_TO_HOST))) {
+    for (int t = 0; t < SHARED_THREADS; t++) {
+      for (int i = 0; i < SHARED_SETS; i++) {
+        int want = 1 + (i + t) % 251, got = back[(size_t)t * SHARED_SETS + (size_t)i];
+        if (!CHECK_MSG(got == want, "thread %d, set %d: %d after the query said done, want %d", t, i, got, want)) {
+          t = SHARED_THREADS;
+          break;
+        }
+      }
+    }
+  }
+  free(back);
+  if (!sync_backend) gate_finish(&gate);
+  CHECK_OK(xdal_free(dev));
+  CHECK_OK(xdal_stream_destroy(stream));
+}
+
 static const harness_test_t tests[] = {
     HARNESS_TEST(test_threads_streams_copies),
+    HARNESS_TEST(test_threads_share_a_stream),
 };
 
 HARNESS_MAIN(tests)

@@ -34,16 +34,15 @@ pub(crate) struct Stream {
     host: Mutex<Option<mpsc::Sender<HostCall>>>,
 }
 
-/// Where the stream's work ends. Commands ask the runtime for an event
-/// only when something waits on them (the flusher, the tracer, an event
-/// record); the others go without, and a query or synchronization that
+/// Where the stream's work ends: the last command with an event. Commands
+/// ask the runtime for an event only when something waits on them (the
+/// flusher, the tracer, an event record); the others go without, and say
+/// so in the flusher's word (`UNMARKED`): a query or synchronization that
 /// finds such commands after the last event enqueues a marker to have one.
+/// Held by value, not shared: who needs it beyond the lock takes a
+/// reference of its own.
 struct Tail {
-    /// The last command with an event. Held by value, not shared: who
-    /// needs it beyond the lock takes a reference of its own.
     last: Option<ClEvent>,
-    /// Whether commands without an event came after `last`.
-    unmarked: bool,
 }
 
 /// A command to enqueue: given the queue and where to write its event
@@ -70,7 +69,7 @@ impl Stream {
             device,
             queue,
             flusher,
-            tail: Mutex::new(Tail { last: None, unmarked: false }),
+            tail: Mutex::new(Tail { last: None }),
             error: Mutex::new(None),
             host: Mutex::new(None),
         });
@@ -99,10 +98,19 @@ impl Stream {
     /// returns a reference of the caller's own to that event if `keep`.
     fn push(&self, what: &str, command: impl Command, keep: bool) -> ClResult<Option<ClEvent>> {
         let timing = crate::timing::take();
+        if !keep && timing == 0 && self.flusher.in_flight() {
+            return self.push_unmarked(what, command).map(|()| None);
+        }
         let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
         let wanted = keep || timing != 0 || !self.flusher.in_flight();
+        // Before the enqueue: a command without an event enqueued after
+        // this one marks the stream again after its own enqueue.
+        let was_unmarked = wanted && self.flusher.marked();
         let mut raw: cl_event = std::ptr::null_mut();
         if let Err(code) = command(self.queue.0, if wanted { &mut raw } else { std::ptr::null_mut() }) {
+            if was_unmarked {
+                self.flusher.unmark();
+            }
             crate::timing::now(timing);
             return Err(cl_failure(what, code));
         }
@@ -114,7 +122,7 @@ impl Stream {
             }
         }
         let mut flushed = Ok(());
-        if self.flusher.enqueued() {
+        if self.flusher.enqueued(event.is_none()) {
             // Nothing flushed is running (it completed since `in_flight`
             // was read, if this command went without an event): this one
             // starts now and is watched, through a marker if need be.
@@ -122,28 +130,53 @@ impl Stream {
             flushed = self.flusher.flush_watching(event.as_ref());
         }
         let kept = if keep { event.as_ref().map(ClEvent::retained).transpose() } else { Ok(None) };
-        match event {
-            Some(event) => *tail = Tail { last: Some(event), unmarked: false },
-            None => tail.unmarked = true,
+        if let Some(event) = event {
+            tail.last = Some(event);
         }
         drop(tail);
         flushed.and(kept)
     }
 
+    /// The common case, taken without the tail's lock: a command nothing
+    /// waits on, enqueued while a flushed command's callback is still to
+    /// run, goes without an event and is marked for that callback to flush
+    /// (one atomic operation). Only if the callback ran in the meantime
+    /// does it take the lock, to start and watch the command itself.
+    fn push_unmarked(&self, what: &str, command: impl Command) -> ClResult<()> {
+        if let Err(code) = command(self.queue.0, std::ptr::null_mut()) {
+            return Err(cl_failure(what, code));
+        }
+        if !self.flusher.enqueued(true) {
+            return Ok(());
+        }
+        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let marker = self.marker();
+        let flushed = self.flusher.flush_watching(marker.as_ref());
+        if marker.is_some() {
+            tail.last = marker;
+        }
+        flushed
+    }
+
     /// A marker enqueued directly, with its event (None if the runtime
     /// refuses it).
     fn marker(&self) -> Option<ClEvent> {
+        let was_unmarked = self.flusher.marked();
         let mut raw: cl_event = std::ptr::null_mut();
         // SAFETY: the queue is live; `raw` is writable.
         let made = unsafe { command::marker(self.queue.0, &mut raw) };
-        (made.is_ok() && !raw.is_null()).then_some(ClEvent(raw))
+        let marker = (made.is_ok() && !raw.is_null()).then_some(ClEvent(raw));
+        if marker.is_none() && was_unmarked {
+            self.flusher.unmark();
+        }
+        marker
     }
 
     /// An event that completes with all the work enqueued so far (None
     /// when there was none), with a reference of the caller's own.
     fn last(&self) -> ClResult<Option<ClEvent>> {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        if tail.unmarked {
+        if self.flusher.unmarked() {
             drop(tail);
             return self.mark().map(Some);
         }
@@ -172,7 +205,7 @@ impl Stream {
 
     pub fn query(&self) -> ClResult<()> {
         let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
-        let state = if tail.unmarked {
+        let state = if self.flusher.unmarked() {
             drop(tail);
             self.mark().and_then(|marker| marker.done("xdal_stream_query"))
         } else {
@@ -231,8 +264,8 @@ impl Stream {
 /// period instead of one per command.
 struct Flusher {
     queue: Arc<Queue>,
-    /// `IN_FLIGHT` and `UNFLUSHED`, in one word so that a command's
-    /// enqueue costs one atomic operation.
+    /// `IN_FLIGHT`, `UNFLUSHED` and the stream's `UNMARKED`, in one word
+    /// so that a command's enqueue costs one atomic operation.
     state: AtomicU8,
 }
 
@@ -240,6 +273,12 @@ struct Flusher {
 const IN_FLIGHT: u8 = 1;
 /// Commands were enqueued since the last flush.
 const UNFLUSHED: u8 = 2;
+/// Commands without an event may follow the stream's last event (`Tail`).
+/// Cleared before a command with an event is enqueued, set after one
+/// without: a command enqueued after the last event has always set it
+/// by the time its enqueue returns (it may also be set needlessly, which
+/// costs a marker, never a wrong answer).
+const UNMARKED: u8 = 4;
 
 impl Flusher {
     fn new(queue: Arc<Queue>) -> Flusher {
@@ -261,8 +300,27 @@ impl Flusher {
     /// and flushes it, or comes first, and the command's enqueue then finds
     /// nothing in flight and flushes it itself. No command is left
     /// unissued.)
-    fn enqueued(&self) -> bool {
-        self.state.fetch_or(IN_FLIGHT | UNFLUSHED, Ordering::AcqRel) & IN_FLIGHT == 0
+    /// `unmarked`: the command went without an event (`UNMARKED`).
+    fn enqueued(&self, unmarked: bool) -> bool {
+        let bits = if unmarked { IN_FLIGHT | UNFLUSHED | UNMARKED } else { IN_FLIGHT | UNFLUSHED };
+        self.state.fetch_or(bits, Ordering::AcqRel) & IN_FLIGHT == 0
+    }
+
+    /// Before a command with an event is enqueued: clears `UNMARKED`, and
+    /// says whether it was set (to set it again if the enqueue fails).
+    fn marked(&self) -> bool {
+        self.state.fetch_and(!UNMARKED, Ordering::AcqRel) & UNMARKED != 0
+    }
+
+    /// A command with an event was not enqueued after all: the commands
+    /// without one before it are still unmarked.
+    fn unmark(&self) {
+        self.state.fetch_or(UNMARKED, Ordering::AcqRel);
+    }
+
+    /// Whether commands without an event may follow the last event.
+    fn unmarked(&self) -> bool {
+        self.state.load(Ordering::Acquire) & UNMARKED != 0
     }
 
     /// Flushes the queue and watches `event`, the last command, for its
@@ -333,9 +391,8 @@ impl Drop for Stream {
         // Pending work still completes; the device keeps the queue, and the
         // last command, until a device synchronization has waited for it
         // or it is done.
-        let tail = self.tail.get_mut().unwrap_or_else(|p| p.into_inner());
-        let (unmarked, last) = (tail.unmarked, tail.last.take());
-        let last = if unmarked { self.marker() } else { last };
+        let last = self.tail.get_mut().unwrap_or_else(|p| p.into_inner()).last.take();
+        let last = if self.flusher.unmarked() { self.marker() } else { last };
         let _ = cl3::command_queue::flush(self.queue.0);
         crate::opencl()
             .device(self.device)
