@@ -15,16 +15,29 @@ use xdal_abi::xdal_memcpy_kind::*;
 use xdal_abi::*;
 
 /// Classifies `[addr, addr + bytes)`, refusing ranges that run past their
-/// allocation and device addresses outside any live allocation.
+/// allocation and device addresses outside any live allocation. The
+/// thread's cached answer is inlined into every check; the registry's
+/// search, and the messages, are out of line.
+#[inline]
 pub(crate) fn classify(
     backend: &Backend,
     addr: usize,
     bytes: usize,
     role: &(impl std::fmt::Display + ?Sized),
 ) -> XResult<MemoryType> {
-    if let Some([side]) = REGISTRY.cached_sides([addr], bytes) {
-        return Ok(side);
+    match REGISTRY.cached_sides([addr], bytes) {
+        Some([side]) => Ok(side),
+        None => classify_in_registry(backend, addr, bytes, &role),
     }
+}
+
+#[inline(never)]
+fn classify_in_registry(
+    backend: &Backend,
+    addr: usize,
+    bytes: usize,
+    role: &dyn std::fmt::Display,
+) -> XResult<MemoryType> {
     match REGISTRY.place(addr, |addr| address_device(backend, addr)) {
         Place::Allocated(a) => {
             let room = a.room_after(addr);

@@ -59,6 +59,7 @@ pub fn last_message() -> *const c_char {
 /// Runs a table entry's body, turning a panic into `XDAL_ERROR_INTERNAL`
 /// ("<backend> backend panicked: ...") so that no unwind crosses the C
 /// boundary.
+#[inline]
 pub fn entry(backend: &str, body: impl FnOnce() -> BackendResult<()>) -> xdal_status_raw {
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|panic| {
         Err(failure!(XDAL_ERROR_INTERNAL, "{backend} backend panicked: {}", panic_text(panic.as_ref())))
