@@ -101,20 +101,15 @@ impl Stream {
         if !keep && timing == 0 && self.flusher.in_flight() {
             return self.push_unmarked(what, command).map(|()| None);
         }
-        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tail = self.lock_tail();
         let wanted = keep || timing != 0 || !self.flusher.in_flight();
-        // Before the enqueue: a command without an event enqueued after
-        // this one marks the stream again after its own enqueue.
-        let was_unmarked = wanted && self.flusher.marked();
-        let mut raw: cl_event = std::ptr::null_mut();
-        if let Err(code) = command(self.queue.0, if wanted { &mut raw } else { std::ptr::null_mut() }) {
-            if was_unmarked {
-                self.flusher.unmark();
+        let mut event = match self.enqueue_marking(command, wanted) {
+            Ok(event) => event,
+            Err(code) => {
+                crate::timing::now(timing);
+                return Err(cl_failure(what, code));
             }
-            crate::timing::now(timing);
-            return Err(cl_failure(what, code));
-        }
-        let mut event = (!raw.is_null()).then_some(ClEvent(raw));
+        };
         if timing != 0 {
             match &event {
                 Some(e) => crate::timing::watch(e.0, self.device, timing),
@@ -141,7 +136,9 @@ impl Stream {
     /// waits on, enqueued while a flushed command's callback is still to
     /// run, goes without an event and is marked for that callback to flush
     /// (one atomic operation). Only if the callback ran in the meantime
-    /// does it take the lock, to start and watch the command itself.
+    /// does it take the lock, to start and watch the command itself, as
+    /// `push` does. (One path for both, with the lock taken lazily, cost
+    /// this one some 80 instructions a command.)
     fn push_unmarked(&self, what: &str, command: impl Command) -> ClResult<()> {
         if let Err(code) = command(self.queue.0, std::ptr::null_mut()) {
             return Err(cl_failure(what, code));
@@ -149,7 +146,7 @@ impl Stream {
         if !self.flusher.enqueued(true) {
             return Ok(());
         }
-        let mut tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tail = self.lock_tail();
         let marker = self.marker();
         let flushed = self.flusher.flush_watching(marker.as_ref());
         if marker.is_some() {
@@ -158,24 +155,36 @@ impl Stream {
         flushed
     }
 
+    /// Enqueues `command`, with an event if `wanted`. `UNMARKED` is cleared
+    /// before a command with an event (one without, enqueued after it,
+    /// sets it again after its own enqueue), and set again if the command
+    /// gives no event after all.
+    fn enqueue_marking(&self, command: impl Command, wanted: bool) -> Result<Option<ClEvent>, i32> {
+        let was_unmarked = wanted && self.flusher.clear_unmarked();
+        let mut raw: cl_event = std::ptr::null_mut();
+        let result = command(self.queue.0, if wanted { &mut raw } else { std::ptr::null_mut() });
+        let event = (result.is_ok() && !raw.is_null()).then_some(ClEvent(raw));
+        if was_unmarked && event.is_none() {
+            self.flusher.set_unmarked();
+        }
+        result.map(|()| event)
+    }
+
     /// A marker enqueued directly, with its event (None if the runtime
     /// refuses it).
     fn marker(&self) -> Option<ClEvent> {
-        let was_unmarked = self.flusher.marked();
-        let mut raw: cl_event = std::ptr::null_mut();
-        // SAFETY: the queue is live; `raw` is writable.
-        let made = unsafe { command::marker(self.queue.0, &mut raw) };
-        let marker = (made.is_ok() && !raw.is_null()).then_some(ClEvent(raw));
-        if marker.is_none() && was_unmarked {
-            self.flusher.unmark();
-        }
-        marker
+        // SAFETY: the queue is live.
+        self.enqueue_marking(|queue, event| unsafe { command::marker(queue, event) }, true).ok().flatten()
+    }
+
+    fn lock_tail(&self) -> std::sync::MutexGuard<'_, Tail> {
+        self.tail.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// An event that completes with all the work enqueued so far (None
     /// when there was none), with a reference of the caller's own.
     fn last(&self) -> ClResult<Option<ClEvent>> {
-        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = self.lock_tail();
         if self.flusher.unmarked() {
             drop(tail);
             return self.mark().map(Some);
@@ -204,7 +213,7 @@ impl Stream {
     }
 
     pub fn query(&self) -> ClResult<()> {
-        let tail = self.tail.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = self.lock_tail();
         let state = if self.flusher.unmarked() {
             drop(tail);
             self.mark().and_then(|marker| marker.done("xdal_stream_query"))
@@ -308,13 +317,13 @@ impl Flusher {
 
     /// Before a command with an event is enqueued: clears `UNMARKED`, and
     /// says whether it was set (to set it again if the enqueue fails).
-    fn marked(&self) -> bool {
+    fn clear_unmarked(&self) -> bool {
         self.state.fetch_and(!UNMARKED, Ordering::AcqRel) & UNMARKED != 0
     }
 
     /// A command with an event was not enqueued after all: the commands
     /// without one before it are still unmarked.
-    fn unmark(&self) {
+    fn set_unmarked(&self) {
         self.state.fetch_or(UNMARKED, Ordering::AcqRel);
     }
 
