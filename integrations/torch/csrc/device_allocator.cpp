@@ -97,10 +97,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
   bool initialized() override { return true; }
 
   void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
-    for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
-      release_cached(d);
-      TX_CHECK(xdal_mem_empty_cache(d));
-    }
+    for (c10::DeviceIndex d = 0; d < device_count(); ++d) release_cached(d);
   }
 
   void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
@@ -127,10 +124,9 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     stats.active[kAgg] = c.allocation;
     // The bytes tensors hold (xdal's allocated bytes include the blocks
     // cached here; they count as reserved, as on c10::cuda).
-    const Stat bytes = c.bytes;
-    stats.allocated_bytes[kAgg] = bytes;
-    stats.active_bytes[kAgg] = bytes;
-    stats.requested_bytes[kAgg] = bytes;
+    stats.allocated_bytes[kAgg] = c.bytes;
+    stats.active_bytes[kAgg] = c.bytes;
+    stats.requested_bytes[kAgg] = c.bytes;
     Stat reserved;
     reserved.current = int64_t(xs.reserved_bytes);
     reserved.peak = std::max(int64_t(xs.peak_reserved_bytes), reserved.current);
@@ -188,7 +184,6 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
     xdal_status_t s = xdal_malloc_async(&ptr, n, native_stream(stream));
     if (s == XDAL_ERROR_OUT_OF_MEMORY && !graph_capture_under_way()) {
       release_cached(device);
-      TX_CHECK(xdal_mem_empty_cache(device));
       s = xdal_malloc_async(&ptr, n, native_stream(stream));
     }
     if (s == XDAL_ERROR_OUT_OF_MEMORY) {
@@ -242,7 +237,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
 
   // Gives `device`'s cached blocks back to xdal, once the device's work
   // is done (a block's last use may still be pending on its stream; the
-  // stream itself may be gone).
+  // stream itself may be gone), and xdal's pool back to the device.
   void release_cached(c10::DeviceIndex device) {
     DeviceSwitch on(device);
     TX_CHECK(xdal_device_synchronize());
@@ -260,6 +255,7 @@ class XdalDeviceAllocator final : public c10::DeviceAllocator {
       cached_bytes_[size_t(device)] = 0;
     }
     for (void* ptr : blocks) TX_CHECK(xdal_free(ptr));
+    TX_CHECK(xdal_mem_empty_cache(device));
   }
 
   struct Counters {
