@@ -11,20 +11,26 @@
 
 #include <array>
 #include <cstring>
+#include <string>
 
 namespace torch_xdal {
 namespace {
 
 // The entry point Inductor's kernel is compiled with (_inductor.py's
-// _entry_source): the kernel's arguments, as a host kernel gets them.
-using CompiledEntry = int (*)(const void* context, void* const* args);
+// _entry_source): the kernel's arguments, as a host kernel gets them, and
+// room for what it raised. It catches what the kernel throws (a failed
+// TORCH_CHECK, an index out of bounds): nothing may unwind into xdal.
+using CompiledEntry = int (*)(const void* context, void* const* args, char* message, size_t capacity);
 
 xdal_status_t compiled_kernel(const xdal_kernel_context_t* context, void* const* args) {
   // The caller's intra-op thread count, not the worker's default: the
   // kernels parallelize with OpenMP.
   at::init_num_threads();
   const auto entry = reinterpret_cast<CompiledEntry>(*static_cast<const uintptr_t*>(args[0]));
-  return entry(context, args + 1) == 0 ? XDAL_SUCCESS : XDAL_ERROR_LAUNCH_FAILED;
+  std::array<char, 1024> message{};
+  if (entry(context, args + 1, message.data(), message.size()) == 0) return XDAL_SUCCESS;
+  note_host_kernel_failure(std::string("a kernel of torch.compile failed: ") + message.data());
+  return XDAL_ERROR_LAUNCH_FAILED;
 }
 
 xdal_function_t compiled_kernel_function() {

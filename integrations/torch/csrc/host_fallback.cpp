@@ -74,7 +74,7 @@ struct HostJob {
 
 OperatorCounts counts;
 std::mutex failure_mutex;
-std::string failure;  // the first CPU kernel that failed, and why
+std::string failure;  // the first host kernel that failed, and why
 
 Tensor over(void* data, const Operand& o) {
   const auto options = at::TensorOptions().dtype(o.dtype).device(at::kCPU);
@@ -129,10 +129,12 @@ xdal_status_t host_fallback_kernel(const xdal_kernel_context_t*, void* const* ar
     }
     return XDAL_SUCCESS;
   } catch (const std::exception& e) {
-    std::lock_guard<std::mutex> g(failure_mutex);
-    if (failure.empty()) failure = "the CPU kernel of " + job->name + " failed: " + e.what();
-    return XDAL_ERROR_LAUNCH_FAILED;
+    note_host_kernel_failure("the CPU kernel of " + job->name + " failed: " + e.what());
+  } catch (...) {
+    // Nothing may unwind into xdal (a foreign exception aborts the process).
+    note_host_kernel_failure("the CPU kernel of " + job->name + " threw something that is not a std::exception");
   }
+  return XDAL_ERROR_LAUNCH_FAILED;
 }
 
 xdal_function_t host_fallback_function() {
@@ -302,6 +304,11 @@ void reset_host_fallback_counts() { counts.clear(); }
 std::string host_fallback_failure() {
   std::lock_guard<std::mutex> g(failure_mutex);
   return failure;
+}
+
+void note_host_kernel_failure(const std::string& why) {
+  std::lock_guard<std::mutex> g(failure_mutex);
+  if (failure.empty()) failure = why;
 }
 
 }  // namespace torch_xdal

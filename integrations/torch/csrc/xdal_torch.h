@@ -385,10 +385,13 @@ class HostScratchScope {
 // Wraps the process's CPU allocator with that cache, once (before the
 // first host-kernel fallback).
 void install_host_scratch_allocator();
-// Why the first host-kernel fallback that failed did ("" if none has): the
-// stream reports XDAL_ERROR_LAUNCH_FAILED, and this says what the CPU
-// kernel raised.
+// Why the first host kernel that failed did ("" if none has): the stream
+// reports XDAL_ERROR_LAUNCH_FAILED, and this says what the CPU kernel (a
+// fallback's, or a compiled one) raised.
 std::string host_fallback_failure();
+// Keeps `why` as the answer of host_fallback_failure(), unless an earlier
+// failure is kept: called by a failing host kernel, on the worker thread.
+void note_host_kernel_failure(const std::string& why);
 // Sends to the CPU fallback the functional and in-place variants that
 // PyTorch would otherwise run, for a backend without their kernel, through
 // a generated wrapper around their out= variant. Once, after every static

@@ -6,6 +6,8 @@ after a warning). What users rely on: compiled results equal eager ones
 compiled, dynamic shapes without recompiling, graph breaks."""
 import copy
 import gc
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -129,6 +131,36 @@ def test_compiled_kernels_run_on_the_stream_and_capture_into_graphs():
     x.copy_(new)
     g.replay()
     torch.testing.assert_close(out.cpu(), f(new))
+
+
+_BAD_TARGET_CHILD = """
+import torch, torch.nn as nn
+loss = torch.compile(lambda a, b: nn.functional.cross_entropy(a, b))
+x = torch.randn(4, 3, device="xdal")
+side = torch.xdal.Stream()
+with torch.xdal.stream(side):
+    good = torch.tensor([0, 1, 2, 1], device="xdal")
+    bad = torch.tensor([0, 7, 2, 1], device="xdal")
+    print("good", round(loss(x, good).item(), 4) == round(nn.functional.cross_entropy(x.cpu(), good.cpu()).item(), 4))
+    try:
+        loss(x, bad)  # raises here where compiled kernels run over copies
+        side.synchronize()  # else the stream's error, as a GPU's device-side assert
+        print("no error")
+    except RuntimeError as e:
+        print("raised", "index out of bounds" in str(e) and "torch.compile" in str(e))
+print("others", torch.equal((x + 1).cpu(), x.cpu() + 1))
+"""
+
+
+def test_an_index_out_of_bounds_in_a_compiled_kernel_is_an_error_not_a_crash():
+    # Inductor's C++ checks indices with TORCH_CHECK, which throws: the
+    # exception must become the launch's failure (a C++ exception that
+    # unwinds into xdal aborts the process). Run in a child: the stream
+    # that ran the kernel keeps its error, as after a GPU's device-side
+    # assert, while other streams go on.
+    done = subprocess.run([sys.executable, "-c", _BAD_TARGET_CHILD], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["good", "True", "raised", "True", "others", "True"], done.stdout
 
 
 @pytest.mark.skipif(torch.xdal.runs_host_kernels(), reason="the backend runs compiled kernels on the device")

@@ -58,7 +58,10 @@ def _kind(arg_type: str) -> int:
 
 def _entry_source(arg_types: Sequence[str]) -> str:
     """The host-kernel entry point: args[i] points at argument i's bytes
-    (a pointer argument's bytes are the address xdal translated)."""
+    (a pointer argument's bytes are the address xdal translated). What the
+    kernel throws (a failed TORCH_CHECK: an index out of bounds) is caught
+    and its message written to `message`, since an exception must not
+    unwind into xdal or ctypes (either aborts the process)."""
     params = []
     for i, t in enumerate(arg_types):
         if _kind(t) == _POINTER:
@@ -67,9 +70,21 @@ def _entry_source(arg_types: Sequence[str]) -> str:
             base = t.replace("const ", "").strip()
             params.append(f"*static_cast<const {base}*>(args[{i}])")
     return (
-        f'\nextern "C" int {_ENTRY}(const void* /*context*/, void* const* args) {{\n'
-        f"    kernel({', '.join(params)});\n"
-        "    return 0;\n"
+        "\n#include <cstddef>\n#include <cstring>\n#include <exception>\n"
+        f'extern "C" int {_ENTRY}(const void* /*context*/, void* const* args, char* message, std::size_t capacity) {{\n'
+        '    const char* what = "an exception that is not a std::exception";\n'
+        "    try {\n"
+        f"        kernel({', '.join(params)});\n"
+        "        return 0;\n"
+        "    } catch (const std::exception& e) {\n"
+        "        what = e.what();\n"
+        "    } catch (...) {\n"
+        "    }\n"
+        "    if (capacity > 0) {\n"
+        "        std::strncpy(message, what, capacity - 1);\n"
+        "        message[capacity - 1] = 0;\n"
+        "    }\n"
+        "    return 1;\n"
         "}\n"
     )
 
@@ -89,6 +104,7 @@ class HostKernel:
         self.library = CppCodeCache.load(source + _entry_source(arg_types))
         self.entry = getattr(self.library, _ENTRY)
         self.entry.restype = ctypes.c_int
+        self.entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
         self.address = ctypes.cast(self.entry, ctypes.c_void_p).value
         self.on_device = _C.runs_host_kernels()
 
@@ -126,8 +142,9 @@ class HostKernel:
             address = ctypes.c_void_p(host.data_ptr() + arg.storage_offset() * arg.element_size())
             values.append(ctypes.pointer(address))
         array = (ctypes.c_void_p * len(values))(*[ctypes.cast(v, ctypes.c_void_p) for v in values])
-        if self.entry(None, array) != 0:
-            raise RuntimeError("xdal: a compiled kernel failed")
+        message = ctypes.create_string_buffer(1024)
+        if self.entry(None, array, message, len(message)) != 0:
+            raise RuntimeError(f"xdal: a kernel of torch.compile failed: {message.value.decode(errors='replace')}")
         for storage, host, written in copies.values():
             if written and host is not storage:
                 storage.copy_(host)
