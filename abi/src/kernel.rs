@@ -62,7 +62,9 @@ pub type xdal_kernel_context_t = xdal_kernel_context;
 /// loops over the block's threads itself. `args[i]` points to a copy of the
 /// i-th argument's bytes; device pointers among them are directly usable
 /// by the kernel. A status other than `XDAL_SUCCESS` makes the stream
-/// report `XDAL_ERROR_LAUNCH_FAILED`.
+/// report `XDAL_ERROR_LAUNCH_FAILED`. It must return: a C++ exception (or a
+/// `longjmp`) that leaves it aborts the process, as out of any C callback,
+/// so a kernel that may throw catches inside and returns a status.
 pub type xdal_host_kernel_t =
     Option<unsafe extern "C" fn(ctx: *const xdal_kernel_context_t, args: *const *mut c_void) -> xdal_status_raw>;
 

@@ -556,7 +556,9 @@ typedef struct xdal_kernel_context xdal_kernel_context_t;
  * loops over the block's threads itself. `args[i]` points to a copy of the
  * i-th argument's bytes; device pointers among them are directly usable
  * by the kernel. A status other than `XDAL_SUCCESS` makes the stream
- * report `XDAL_ERROR_LAUNCH_FAILED`.
+ * report `XDAL_ERROR_LAUNCH_FAILED`. It must return: a C++ exception (or a
+ * `longjmp`) that leaves it aborts the process, as out of any C callback,
+ * so a kernel that may throw catches inside and returns a status.
  */
 typedef xdal_status_t (*xdal_host_kernel_t)(const xdal_kernel_context_t *ctx, void *const *args);
 
@@ -673,7 +675,8 @@ typedef struct xdal_mem_stats xdal_mem_stats_t;
  * A host function enqueued on a stream by `xdal_launch_host_func`. It runs
  * once, on a library thread or on a thread that synchronizes the stream,
  * after all earlier work of the stream, and must not call xdal functions
- * that wait for work (synchronize, blocking copies).
+ * that wait for work (synchronize, blocking copies). It must return: an
+ * exception that leaves it aborts the process.
  */
 typedef void (*xdal_host_fn_t)(void *user_data);
 
