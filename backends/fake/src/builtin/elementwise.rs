@@ -6,6 +6,7 @@
 use super::arith::{Arith, BinOp};
 use super::grid::{guard, line_quantum, Args, Block, KernelResult};
 use super::memory::{zip2, Array};
+use super::streaming::{fill_streaming, STREAMING_FILL_BYTES};
 use crate::dtype::Elem;
 use std::ffi::c_void;
 use std::ops::Range;
@@ -65,7 +66,14 @@ pub(super) unsafe fn fill_share<E: Elem>(dst: Array<E>, range: Range<usize>, val
         }
     } else {
         // SAFETY: the range is this block's own share.
-        unsafe { dst.slice_mut(range) }.fill(value);
+        let share = unsafe { dst.slice_mut(range) };
+        // The whole array decides, not the share: a large fill's blocks
+        // each take a part that fits in cache, yet together they do not.
+        if dst.len() * size_of::<E>() >= STREAMING_FILL_BYTES {
+            fill_streaming(share, value);
+        } else {
+            share.fill(value);
+        }
     }
 }
 

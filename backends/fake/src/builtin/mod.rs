@@ -20,6 +20,7 @@ mod elementwise;
 mod grid;
 mod matmul;
 mod memory;
+mod streaming;
 mod strided;
 mod sum;
 mod sum_dim;

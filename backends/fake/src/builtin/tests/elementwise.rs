@@ -1,6 +1,7 @@
 //! `fill_<t>`, `add_<t>` and `mul_<t>` for every type, on every grid, in
 //! place too, leaving every byte outside `[0, n)` alone.
 use super::*;
+use crate::builtin::streaming::STREAMING_FILL_BYTES;
 use crate::dtype::{for_each_elem, Class, Elem};
 
 /// Element counts: empty, tiny, odd (a packed tail), more than a line.
@@ -84,6 +85,30 @@ fn binary<E: Elem>(rng: &mut Rng) {
             }
         }
     }
+}
+
+/// A fill of at least `STREAMING_FILL_BYTES` (streaming stores) on a grid
+/// whose shares end mid-way through 16-byte units: every element, nothing
+/// past the end.
+fn large_fill<E: Elem>(rng: &mut Rng) {
+    let name = format!("fill_{}", E::DTYPE.name());
+    let n = STREAMING_FILL_BYTES / size_of::<E>() + 37;
+    let value: E = rng.any();
+    let mut dst = Buf::filled(n * size_of::<E>() + GUARD, 0xA5);
+    assert_eq!(launch(&name, (7, 1, 1), &[dst.arg(), u64_arg(n as u64), scalar_arg(value)]), 0, "{name}");
+    let got = dst.elems::<E>(n);
+    assert!(got.iter().all(|&x| same(x, value.canonical())), "{name}: an element is not the value");
+    assert_untouched::<E>(&name, &dst, n, 0xA5);
+}
+
+#[test]
+fn large_fills_stream_every_element() {
+    let mut rng = Rng::new(3);
+    large_fill::<u8>(&mut rng);
+    large_fill::<half::f16>(&mut rng);
+    large_fill::<f32>(&mut rng);
+    large_fill::<f64>(&mut rng);
+    large_fill::<crate::dtype::Bool>(&mut rng);
 }
 
 #[test]
