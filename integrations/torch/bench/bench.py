@@ -33,7 +33,7 @@ import time
 from typing import Callable, Dict, List, Tuple
 
 WORKLOAD_NAMES = ["mlp_train", "conv_train", "mlp_infer", "mm", "add", "graph_replay", "mlp_train_compiled",
-                  "conv_train_compiled"]
+                  "mlp_loss_compiled", "conv_train_compiled"]
 
 
 def parse_args() -> argparse.Namespace:
@@ -93,21 +93,33 @@ def mlp(batch: int) -> nn.Module:
     return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
 
 
-def mlp_train(device: torch.device, compiled: bool = False) -> Callable[[], None]:
+def mlp_train(device: torch.device, compiled: bool = False, with_loss: bool = False) -> Callable[[], None]:
+    """The MLP's SGD step; `compiled`: the model torch.compile'd, and with
+    `with_loss` its loss too (one compiled function, model and loss)."""
     model = mlp(64).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(64, 784, generator=gen).to(device)
     y = torch.randint(0, 10, (64,), generator=gen).to(device)
     loss_fn = nn.CrossEntropyLoss()
-    forward = torch.compile(model) if compiled else model
+    if compiled and with_loss:
+        loss_of = torch.compile(lambda a, b: loss_fn(model(a), b))
+    else:
+        forward = torch.compile(model) if compiled else model
+
+        def loss_of(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return loss_fn(forward(a), b)
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)
-        loss_fn(forward(x), y).backward()
+        loss_of(x, y).backward()
         opt.step()
 
     return step
+
+
+def mlp_train_loss_compiled(device: torch.device, compiled: bool = False) -> Callable[[], None]:
+    return mlp_train(device, compiled, with_loss=True)
 
 
 def conv_train(device: torch.device, compiled: bool = False) -> Callable[[], None]:
@@ -210,6 +222,8 @@ WORKLOADS = [
              [Side("xdal eager", XDAL, deep_mlp_eager), Side("xdal graph", XDAL, deep_mlp_replay)], False, 2.0),
     Workload("mlp_train_compiled", "the MLP's training step with the model torch.compile'd (Inductor)",
              eager_cpu_and_compiled(mlp_train), False, 1.0),
+    Workload("mlp_loss_compiled", "the MLP's training step with model and loss torch.compile'd together",
+             eager_cpu_and_compiled(mlp_train_loss_compiled), False, 1.0),
     Workload("conv_train_compiled", "the conv net's step with the model torch.compile'd (Inductor)",
              eager_cpu_and_compiled(conv_train), False, 1.0),
 ]
