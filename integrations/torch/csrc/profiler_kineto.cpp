@@ -86,7 +86,12 @@ class XdalKinetoSession final : public libkineto::IActivityProfilerSession {
     status_ = libkineto::TraceStatus::PROCESSING;
   }
 
-  std::vector<std::string> errors() override { return errors_; }
+  std::vector<std::string> errors() override {
+    std::lock_guard<std::mutex> g(mutex_);
+    std::vector<std::string> all = errors_;
+    if (lost_) all.push_back("xdal: " + std::to_string(lost_) + " trace records lost (out of memory)");
+    return all;
+  }
 
   void processTrace(libkineto::ActivityLogger& logger) override {
     processTrace(logger, [](int32_t) -> const libkineto::ITraceActivity* { return nullptr; }, 0, 0);
@@ -168,21 +173,33 @@ class XdalKinetoSession final : public libkineto::IActivityProfilerSession {
   }
 
  private:
-  static void on_api(void* self, const xdal_api_record_t* record) {
+  // xdal's callbacks must return, not throw (an exception unwinding into
+  // xdal aborts the process): a record that cannot be kept (out of
+  // memory) is counted, and errors() says how many were lost.
+  static void on_api(void* self, const xdal_api_record_t* record) noexcept {
     if (!record->external_id) return;
     auto* s = static_cast<XdalKinetoSession*>(self);
     std::lock_guard<std::mutex> g(s->mutex_);
-    s->calls_[record->correlation_id] = Call{record->function ? record->function : "xdal", record->correlation_id,
-                                             record->external_id, record->start_ns, record->end_ns, record->thread_id};
+    try {
+      s->calls_[record->correlation_id] = Call{record->function ? record->function : "xdal", record->correlation_id,
+                                               record->external_id, record->start_ns, record->end_ns,
+                                               record->thread_id};
+    } catch (...) {
+      ++s->lost_;
+    }
   }
 
-  static void on_activities(void* self, const xdal_activity_t* records, size_t count) {
+  static void on_activities(void* self, const xdal_activity_t* records, size_t count) noexcept {
     auto* s = static_cast<XdalKinetoSession*>(self);
     std::lock_guard<std::mutex> g(s->mutex_);
     for (size_t i = 0; i < count; ++i) {
       const xdal_activity_t& r = records[i];
-      s->recorded_.push_back({r.kind, r.device, r.stream_id, r.correlation_id, r.start_ns, r.end_ns, r.bytes,
-                              r.name ? r.name : "xdal"});
+      try {
+        s->recorded_.push_back({r.kind, r.device, r.stream_id, r.correlation_id, r.start_ns, r.end_ns, r.bytes,
+                                r.name ? r.name : "xdal"});
+      } catch (...) {
+        ++s->lost_;
+      }
     }
   }
 
@@ -192,6 +209,7 @@ class XdalKinetoSession final : public libkineto::IActivityProfilerSession {
   std::vector<Recorded> recorded_;
   std::unordered_map<uint64_t, Call> calls_;  // by the call's correlation id
   std::vector<std::string> errors_;
+  size_t lost_ = 0;  // records the callbacks could not keep
   std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
   std::map<uint64_t, int> streams_;
 };
