@@ -74,7 +74,7 @@ struct HostJob {
 
 OperatorCounts counts;
 std::mutex failure_mutex;
-std::string failure;  // the first host kernel that failed, and why
+std::string failure;  // the last host kernel that failed, and why
 
 Tensor over(void* data, const Operand& o) {
   const auto options = at::TensorOptions().dtype(o.dtype).device(at::kCPU);
@@ -308,7 +308,7 @@ std::string host_fallback_failure() {
 
 void note_host_kernel_failure(const std::string& why) {
   std::lock_guard<std::mutex> g(failure_mutex);
-  if (failure.empty()) failure = why;
+  failure = why;
 }
 
 }  // namespace torch_xdal

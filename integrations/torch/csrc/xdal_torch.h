@@ -385,12 +385,14 @@ class HostScratchScope {
 // Wraps the process's CPU allocator with that cache, once (before the
 // first host-kernel fallback).
 void install_host_scratch_allocator();
-// Why the first host kernel that failed did ("" if none has): the stream
+// Why the last host kernel that failed did ("" if none has): the stream
 // reports XDAL_ERROR_LAUNCH_FAILED, and this says what the CPU kernel (a
-// fallback's, or a compiled one) raised.
+// fallback's, or a compiled one) raised. The last, not the first: a
+// process that goes on after one stream's failure should not see that
+// text again for another stream's later one.
 std::string host_fallback_failure();
-// Keeps `why` as the answer of host_fallback_failure(), unless an earlier
-// failure is kept: called by a failing host kernel, on the worker thread.
+// Keeps `why` as the answer of host_fallback_failure(): called by a
+// failing host kernel, on the worker thread.
 void note_host_kernel_failure(const std::string& why);
 // Sends to the CPU fallback the functional and in-place variants that
 // PyTorch would otherwise run, for a backend without their kernel, through

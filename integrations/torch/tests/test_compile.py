@@ -149,6 +149,16 @@ with torch.xdal.stream(side):
     except RuntimeError as e:
         print("raised", "index out of bounds" in str(e) and "torch.compile" in str(e))
 print("others", torch.equal((x + 1).cpu(), x.cpu() + 1))
+# A later failure elsewhere is reported with its own message, not the first's.
+pick = torch.compile(lambda t, i: t[i] * 2)
+other = torch.xdal.Stream()
+with torch.xdal.stream(other):
+    try:
+        pick(torch.arange(5.0, device="xdal"), torch.tensor([9], device="xdal"))
+        other.synchronize()
+        print("no error")
+    except RuntimeError as e:
+        print("own", "< 5" in str(e) and "< 3" not in str(e))
 """
 
 
@@ -157,10 +167,11 @@ def test_an_index_out_of_bounds_in_a_compiled_kernel_is_an_error_not_a_crash():
     # exception must become the launch's failure (a C++ exception that
     # unwinds into xdal aborts the process). Run in a child: the stream
     # that ran the kernel keeps its error, as after a GPU's device-side
-    # assert, while other streams go on.
+    # assert, while other streams go on, and a later failure on another
+    # stream is reported with its own message.
     done = subprocess.run([sys.executable, "-c", _BAD_TARGET_CHILD], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["good", "True", "raised", "True", "others", "True"], done.stdout
+    assert done.stdout.split() == ["good", "True", "raised", "True", "others", "True", "own", "True"], done.stdout
 
 
 @pytest.mark.skipif(torch.xdal.runs_host_kernels(), reason="the backend runs compiled kernels on the device")
