@@ -21,6 +21,7 @@ pub type xdal_event_t = *mut xdal_event_s;
 /// A host function enqueued on a stream by `xdal_launch_host_func`. It runs
 /// once, on a library thread or on a thread that synchronizes the stream,
 /// after all earlier work of the stream, and must not call xdal functions
-/// that wait for work (synchronize, blocking copies). It must return: an
-/// exception that leaves it aborts the process.
+/// that wait for work (synchronize, blocking copies): called from inside
+/// it, they return `XDAL_ERROR_NOT_SUPPORTED`. It must return: an exception
+/// that leaves it aborts the process.
 pub type xdal_host_fn_t = Option<unsafe extern "C" fn(user_data: *mut core::ffi::c_void)>;

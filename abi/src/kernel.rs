@@ -64,7 +64,9 @@ pub type xdal_kernel_context_t = xdal_kernel_context;
 /// by the kernel. A status other than `XDAL_SUCCESS` makes the stream
 /// report `XDAL_ERROR_LAUNCH_FAILED`. It must return: a C++ exception (or a
 /// `longjmp`) that leaves it aborts the process, as out of any C callback,
-/// so a kernel that may throw catches inside and returns a status.
+/// so a kernel that may throw catches inside and returns a status. On the
+/// built-in backends, xdal calls that wait for stream work (synchronize,
+/// blocking copies) return `XDAL_ERROR_NOT_SUPPORTED` from inside it.
 pub type xdal_host_kernel_t =
     Option<unsafe extern "C" fn(ctx: *const xdal_kernel_context_t, args: *const *mut c_void) -> xdal_status_raw>;
 

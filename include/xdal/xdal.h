@@ -558,7 +558,9 @@ typedef struct xdal_kernel_context xdal_kernel_context_t;
  * by the kernel. A status other than `XDAL_SUCCESS` makes the stream
  * report `XDAL_ERROR_LAUNCH_FAILED`. It must return: a C++ exception (or a
  * `longjmp`) that leaves it aborts the process, as out of any C callback,
- * so a kernel that may throw catches inside and returns a status.
+ * so a kernel that may throw catches inside and returns a status. On the
+ * built-in backends, xdal calls that wait for stream work (synchronize,
+ * blocking copies) return `XDAL_ERROR_NOT_SUPPORTED` from inside it.
  */
 typedef xdal_status_t (*xdal_host_kernel_t)(const xdal_kernel_context_t *ctx, void *const *args);
 
@@ -675,8 +677,9 @@ typedef struct xdal_mem_stats xdal_mem_stats_t;
  * A host function enqueued on a stream by `xdal_launch_host_func`. It runs
  * once, on a library thread or on a thread that synchronizes the stream,
  * after all earlier work of the stream, and must not call xdal functions
- * that wait for work (synchronize, blocking copies). It must return: an
- * exception that leaves it aborts the process.
+ * that wait for work (synchronize, blocking copies): called from inside
+ * it, they return `XDAL_ERROR_NOT_SUPPORTED`. It must return: an exception
+ * that leaves it aborts the process.
  */
 typedef void (*xdal_host_fn_t)(void *user_data);
 
@@ -1307,7 +1310,8 @@ xdal_status_t xdal_stream_get_device(xdal_stream_t stream, int *device);
 /**
  * Enqueues `fn(user_data)` on the stream: it runs once, after all earlier
  * work of the stream, before any later work. It must not call xdal
- * functions that wait (synchronize, blocking copies).
+ * functions that wait (synchronize, blocking copies): from inside it they
+ * return `XDAL_ERROR_NOT_SUPPORTED` instead of waiting for themselves.
  */
 xdal_status_t xdal_launch_host_func(xdal_stream_t stream, xdal_host_fn_t func, void *user_data);
 

@@ -174,6 +174,7 @@ fn check_set(backend: &Backend, dst: *mut c_void, bytes: usize) -> XResult<()> {
 /// default stream. Refused while a capture's mode forbids synchronous
 /// copies, or while that default stream captures.
 fn after_default_stream(backend: &'static Backend, what: &str) -> XResult<()> {
+    crate::threads::refuse_wait_in_callback(what)?;
     capture::check_unsafe_call(what)?;
     if let Some(default) = backend.existing_default_stream(current_device()) {
         capture::check_stream_wait(default, &format!("{what}, ordered after a capturing default stream,"))?;

@@ -73,6 +73,7 @@ pub extern "C" fn xdal_device_synchronize() -> xdal_status_t {
     boundary(c"xdal_device_synchronize", || {
         let backend = backend()?;
         let device = backend.device(current_device())?;
+        crate::threads::refuse_wait_in_callback("xdal_device_synchronize")?;
         crate::graph::capture::check_device_wait(device, "xdal_device_synchronize")?;
         crate::dispatch::device::synchronize(backend, device.get())
     })

@@ -68,6 +68,7 @@ pub extern "C" fn xdal_event_query(event: xdal_event_t) -> xdal_status_t {
 pub extern "C" fn xdal_event_synchronize(event: xdal_event_t) -> xdal_status_t {
     boundary(c"xdal_event_synchronize", || {
         let event = crate::objects::event(event)?;
+        crate::threads::refuse_wait_in_callback("xdal_event_synchronize")?;
         capture::check_event_wait(&event, "xdal_event_synchronize of an event recorded in the capture")?;
         call!(backend()?, event_synchronize(event.native))
     })

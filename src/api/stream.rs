@@ -106,6 +106,7 @@ pub extern "C" fn xdal_stream_query(stream: xdal_stream_t) -> xdal_status_t {
 pub extern "C" fn xdal_stream_synchronize(stream: xdal_stream_t) -> xdal_status_t {
     boundary(c"xdal_stream_synchronize", || {
         let stream = crate::objects::stream(stream)?;
+        crate::threads::refuse_wait_in_callback("xdal_stream_synchronize")?;
         capture::check_stream_wait(&stream, "xdal_stream_synchronize")?;
         call!(backend()?, stream_synchronize(stream.native))?;
         stream.fallback_error()
@@ -149,7 +150,8 @@ pub extern "C" fn xdal_stream_get_device(stream: xdal_stream_t, device: *mut c_i
 
 /// Enqueues `fn(user_data)` on the stream: it runs once, after all earlier
 /// work of the stream, before any later work. It must not call xdal
-/// functions that wait (synchronize, blocking copies).
+/// functions that wait (synchronize, blocking copies): from inside it they
+/// return `XDAL_ERROR_NOT_SUPPORTED` instead of waiting for themselves.
 #[no_mangle]
 pub extern "C" fn xdal_launch_host_func(
     stream: xdal_stream_t,
@@ -157,13 +159,17 @@ pub extern "C" fn xdal_launch_host_func(
     user_data: *mut c_void,
 ) -> xdal_status_t {
     boundary(c"xdal_launch_host_func", || {
-        require(func.map_or(std::ptr::null(), |f| f as *const c_void), "fn")?;
+        let Some(func) = func else {
+            return require(std::ptr::null::<c_void>(), "fn");
+        };
         let stream = crate::objects::stream(stream)?;
-        if let (true, Some(func)) = (capture::capturing(&stream), func) {
+        if capture::capturing(&stream) {
             return capture::record_on(&stream, || Op::Host { func, data: user_data as usize });
         }
         let backend = backend()?;
         let info = || Info::new(xdal_activity_kind::XDAL_ACTIVITY_HOST_FUNC, c"host function");
-        activity::traced(backend, &stream, info, || call!(backend, launch_host_func(stream.native, func, user_data)))
+        activity::traced(backend, &stream, info, || {
+            crate::dispatch::stream::launch_host_func(backend, &stream, func, user_data)
+        })
     })
 }

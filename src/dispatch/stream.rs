@@ -40,6 +40,28 @@ pub(crate) fn enqueue(backend: &'static Backend, stream: &Arc<StreamObj>, work: 
     result
 }
 
+/// Enqueues the caller's host function. It runs inside a trampoline that
+/// marks the thread as running a callback, whatever the backend and
+/// whichever thread runs it (a worker, a helping synchronizer, or the
+/// enqueuing thread itself on a synchronous backend), so that a waiting
+/// xdal call from inside it is refused instead of waiting for itself.
+pub(crate) fn launch_host_func(
+    backend: &'static Backend,
+    stream: &Arc<StreamObj>,
+    func: unsafe extern "C" fn(*mut c_void),
+    user_data: *mut c_void,
+) -> XResult<()> {
+    let data = SendPtr(user_data);
+    let call = move || {
+        let data = data;
+        // SAFETY: the caller gave the function and its argument to be run
+        // once, in stream order; this is that run.
+        xdal_backend_support::callback::run_callback(|| unsafe { func(data.0) });
+        Ok(())
+    };
+    enqueue(backend, stream, Box::new(call))
+}
+
 /// A pointer moved into queued work; validity is the caller's contract.
 struct SendPtr(*mut c_void);
 // SAFETY: a plain address, used only by the queued copy it was checked for.

@@ -100,7 +100,7 @@ impl GraphExecObj {
                     crate::dispatch::stream::set_async(backend, stream, dst as *mut c_void, value, bytes)?
                 }
                 &Op::Host { func, data } => {
-                    call!(backend, launch_host_func(stream.native, Some(func), data as *mut c_void))?
+                    crate::dispatch::stream::launch_host_func(backend, stream, func, data as *mut c_void)?
                 }
                 // The memory stays reserved for the graph: nothing to do.
                 Op::MemAlloc { .. } | Op::MemFree { .. } => {}

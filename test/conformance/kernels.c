@@ -249,6 +249,30 @@ static void test_function_from_host(void) {
 
 /* --- Launch validation ------------------------------------------------------ */
 
+/* What a host kernel's waiting call returned: the stream it runs on
+   cannot move on until the kernel returns. */
+static _Atomic xdal_status_t waited_in_kernel = XDAL_SUCCESS;
+static xdal_stream_t kernel_stream;
+
+static xdal_status_t waiting_kernel(const xdal_kernel_context_t *ctx, void *const *args) {
+  (void)ctx;
+  (void)args;
+  atomic_store(&waited_in_kernel, xdal_stream_synchronize(kernel_stream));
+  return XDAL_SUCCESS;
+}
+
+static void test_a_host_kernel_that_waits_is_refused_not_hung(void) {
+  REQUIRE_HOST_KERNELS();
+  xdal_function_t waits = NULL;
+  REQUIRE_OK(xdal_function_from_host(&waits, waiting_kernel));
+  REQUIRE_OK(xdal_stream_create(&kernel_stream, XDAL_STREAM_DEFAULT, 0));
+  atomic_store(&waited_in_kernel, XDAL_SUCCESS);
+  CHECK_OK(xdal_launch_kernel(waits, ONE, ONE, 0, kernel_stream, NULL, 0));
+  CHECK_OK(xdal_stream_synchronize(kernel_stream));
+  CHECK_EQ(atomic_load(&waited_in_kernel), XDAL_ERROR_NOT_SUPPORTED);
+  CHECK_OK(xdal_stream_destroy(kernel_stream));
+}
+
 static void test_launch_bad_function(void) {
   REQUIRE_HOST_KERNELS();
   xdal_module_t m = load_test_module(), gone = load_test_module();
@@ -500,6 +524,7 @@ static const harness_test_t tests[] = {
     HARNESS_TEST(test_module_load_data),
     HARNESS_TEST(test_module_get_function),
     HARNESS_TEST(test_function_from_host),
+    HARNESS_TEST(test_a_host_kernel_that_waits_is_refused_not_hung),
     HARNESS_TEST(test_launch_bad_function),
     HARNESS_TEST(test_launch_bad_dims),
     HARNESS_TEST(test_launch_bad_args),

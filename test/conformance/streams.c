@@ -6,6 +6,7 @@
 #include "harness.h"
 
 #include <limits.h>
+#include <string.h>
 
 #define GARBAGE_STREAM ((xdal_stream_t)0x12345)
 
@@ -388,6 +389,53 @@ static void test_launch_host_func_null(void) {
   CHECK_OK(xdal_stream_destroy(s));
 }
 
+/* What waiting calls return from inside a host function, and whether the
+   message says why. */
+typedef struct {
+  xdal_stream_t own;
+  xdal_event_t later;
+  xdal_status_t stream_sync, event_sync, device_sync, copy;
+  int explained;
+} waits_inside_t;
+
+static void waiting_host_fn(void *arg) {
+  waits_inside_t *w = arg;
+  char message[512];
+  w->stream_sync = xdal_stream_synchronize(w->own);
+  harness_last_message(message, sizeof message);
+  w->explained = strstr(message, "xdal_stream_synchronize") != NULL && strstr(message, "host function") != NULL;
+  w->event_sync = xdal_event_synchronize(w->later);
+  w->device_sync = xdal_device_synchronize();
+  int from = 7, to = 0;
+  w->copy = xdal_memcpy(&to, &from, sizeof from, XDAL_MEMCPY_HOST_TO_HOST);
+}
+
+/* A host function must not wait for stream work: its own stream cannot
+   move on until it returns. Every backend refuses such a wait with
+   XDAL_ERROR_NOT_SUPPORTED instead of hanging, and the stream is fine. */
+static waits_inside_t w;
+
+static void test_a_host_function_that_waits_is_refused_not_hung(void) {
+  memset(&w, 0, sizeof w);
+  REQUIRE_OK(xdal_stream_create(&w.own, XDAL_STREAM_DEFAULT, 0));
+  REQUIRE_OK(xdal_event_create(&w.later, XDAL_EVENT_DEFAULT));
+  CHECK_OK(xdal_launch_host_func(w.own, waiting_host_fn, &w));
+  CHECK_OK(xdal_event_record(w.later, w.own)); /* a point behind the host function */
+  CHECK_OK(xdal_stream_synchronize(w.own));
+  CHECK_EQ(w.stream_sync, XDAL_ERROR_NOT_SUPPORTED);
+  CHECK_MSG(w.explained, "the refusal's message names the call and the host function");
+  CHECK_EQ(w.event_sync, XDAL_ERROR_NOT_SUPPORTED);
+  CHECK_EQ(w.device_sync, XDAL_ERROR_NOT_SUPPORTED);
+  CHECK_EQ(w.copy, XDAL_ERROR_NOT_SUPPORTED);
+  /* Outside a host function the same calls work, and the stream has no
+     error from it. */
+  CHECK_OK(xdal_event_synchronize(w.later));
+  CHECK_OK(xdal_launch_host_func(w.own, noop_host_fn, NULL));
+  CHECK_OK(xdal_stream_synchronize(w.own));
+  CHECK_OK(xdal_event_destroy(w.later));
+  CHECK_OK(xdal_stream_destroy(w.own));
+}
+
 static void test_get_priority_and_device(void) {
   int least = 0, greatest = 0;
   REQUIRE(priority_range(&least, &greatest));
@@ -518,6 +566,7 @@ static const harness_test_t tests[] = {
     HARNESS_TEST(test_wait_event_across_streams),
     HARNESS_TEST(test_wait_event_rerecord_keeps_old_point),
     HARNESS_TEST(test_launch_host_func_null),
+    HARNESS_TEST(test_a_host_function_that_waits_is_refused_not_hung),
     HARNESS_TEST(test_get_priority_and_device),
     HARNESS_TEST(test_ten_thousand_streams),
     HARNESS_TEST(test_stream_of_other_device),

@@ -7,6 +7,7 @@ use crate::error::FakeResult;
 use crate::launch::Launch;
 use std::ffi::c_void;
 use std::sync::Arc;
+use xdal_backend_support::callback::run_callback;
 
 /// One prepared node.
 pub(crate) enum Step {
@@ -35,7 +36,7 @@ impl FakeGraphExec {
                 Step::Set { dst, value, len } => unsafe { std::ptr::write_bytes(dst as *mut u8, value, len) },
                 // SAFETY: the caller gave the function and its argument to be
                 // run in stream order, once per replay.
-                Step::Host { func, data } => unsafe { func(data as *mut c_void) },
+                Step::Host { func, data } => run_callback(|| unsafe { func(data as *mut c_void) }),
             }
         }
         Ok(())

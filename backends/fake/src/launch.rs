@@ -12,6 +12,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use xdal_abi::{xdal_dim3_t, xdal_kernel_arg_t, xdal_kernel_context_t, xdal_status};
+use xdal_backend_support::callback::run_callback;
 
 /// Each argument gets a slot aligned for any scalar type.
 const SLOT_ALIGN: usize = 16;
@@ -287,7 +288,8 @@ impl Launch {
             };
             // SAFETY: the kernel has the host-kernel signature; ctx and the
             // argument pointers are valid for the call.
-            let status = self.args.with_pointers(|args| unsafe { (self.function().kernel)(&ctx, args) });
+            let status =
+                self.args.with_pointers(|args| run_callback(|| unsafe { (self.function().kernel)(&ctx, args) }));
             if status == xdal_status::XDAL_SUCCESS as i32 {
                 return Ok(());
             }

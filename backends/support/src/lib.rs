@@ -9,8 +9,10 @@
 //! kernels (their source, names, argument layouts and host-side checks:
 //! `kernels`); how to give overlapping copies memmove's result with copies
 //! that may not overlap; the one rule for reading settings from the
-//! environment; the clock of every timestamp. A backend crate keeps only
-//! what is its own.
+//! environment; the clock of every timestamp; the per-thread mark of a
+//! caller's callback running (`callback`). A backend crate keeps only what
+//! is its own.
+pub mod callback;
 mod catalogue;
 pub mod clock;
 pub mod env;
