@@ -433,6 +433,33 @@ static void test_launch_checks(void) {
   CHECK_OK(xdal_stream_destroy(cap));
 }
 
+/* A replayed host node is a host function: a wait inside it for the
+   stream replaying it is refused, not hung. */
+static xdal_stream_t replay_stream;
+static _Atomic xdal_status_t replay_wait = XDAL_SUCCESS;
+
+static void waiting_node(void *arg) {
+  (void)arg;
+  atomic_store(&replay_wait, xdal_stream_synchronize(replay_stream));
+}
+
+static void test_a_replayed_host_node_that_waits_is_refused_not_hung(void) {
+  REQUIRE_OK(xdal_stream_create(&replay_stream, XDAL_STREAM_NON_BLOCKING, 0));
+  REQUIRE_OK(xdal_stream_begin_capture(replay_stream, XDAL_CAPTURE_MODE_GLOBAL));
+  CHECK_OK(xdal_launch_host_func(replay_stream, waiting_node, NULL));
+  xdal_graph_t graph = NULL;
+  REQUIRE_OK(xdal_stream_end_capture(replay_stream, &graph));
+  xdal_graph_exec_t exec = NULL;
+  REQUIRE_OK(xdal_graph_instantiate(&exec, graph));
+  atomic_store(&replay_wait, XDAL_SUCCESS);
+  CHECK_OK(xdal_graph_launch(exec, replay_stream));
+  CHECK_OK(xdal_stream_synchronize(replay_stream));
+  CHECK_EQ(atomic_load(&replay_wait), XDAL_ERROR_NOT_SUPPORTED);
+  CHECK_OK(xdal_graph_exec_destroy(exec));
+  CHECK_OK(xdal_graph_destroy(graph));
+  CHECK_OK(xdal_stream_destroy(replay_stream));
+}
+
 static const harness_test_t tests[] = {
     HARNESS_TEST(test_capture_records_and_replays),
     HARNESS_TEST(test_kernels_are_captured),
@@ -442,6 +469,7 @@ static const harness_test_t tests[] = {
     HARNESS_TEST(test_capture_modes),
     HARNESS_TEST(test_memory_nodes),
     HARNESS_TEST(test_launch_checks),
+    HARNESS_TEST(test_a_replayed_host_node_that_waits_is_refused_not_hung),
 };
 
 HARNESS_MAIN(tests)
