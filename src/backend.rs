@@ -15,6 +15,9 @@ pub(crate) struct Backend {
     pub table: xdal_backend_v1_t,
     pub name: CString,
     pub device_count: c_int,
+    /// Whether the backend marks the threads running callers' host
+    /// functions itself; if not, the front wraps each one to mark it.
+    pub marks_host_functions: bool,
     pub priority_least: c_int,
     pub priority_greatest: c_int,
     /// Each device's properties, read once: launches are checked against them.
@@ -228,12 +231,12 @@ extern "C" {
 /// else a backend linked into the process (the weak default), else the
 /// default built-in one.
 fn load() -> Result<Backend, Error> {
-    let builtin = |b: &BuiltinBackend| (b.name.to_string(), Some(b.getter));
+    let builtin = |b: &BuiltinBackend| (b.name.to_string(), Some(b.getter), b.marks_host_functions);
     let requested = xdal_backend_support::env::var("XDAL_BACKEND").unwrap_or_default();
-    let (label, getter) = match requested.as_str() {
+    let (label, getter, marks_host_functions) = match requested.as_str() {
         // SAFETY: the shim only reads a weak symbol's address.
         "" => match unsafe { xdal_front_linked_backend_getter() } {
-            Some(getter) => ("linked-in backend".to_string(), Some(getter)),
+            Some(getter) => ("linked-in backend".to_string(), Some(getter), false),
             None => match builtin_backends::default_backend() {
                 Some(b) => builtin(b),
                 None => {
@@ -245,7 +248,7 @@ fn load() -> Result<Backend, Error> {
                 }
             },
         },
-        path if path.contains('/') || path.ends_with(".so") => (path.to_string(), open_plugin(path)?),
+        path if path.contains('/') || path.ends_with(".so") => (path.to_string(), open_plugin(path)?, false),
         name => match builtin_backends::find(name) {
             Some(b) => builtin(b),
             None => {
@@ -259,7 +262,7 @@ fn load() -> Result<Backend, Error> {
         },
     };
     let table = fetch_table(&label, getter)?;
-    start(&label, table)
+    start(&label, table, marks_host_functions)
 }
 
 /// Opens a plugin and finds its getter. The library is never closed: its
@@ -343,7 +346,7 @@ fn fetch_table(label: &str, getter: xdal_backend_get_v1_fn) -> Result<xdal_backe
 }
 
 /// Checks a table and asks the backend what the front caches.
-fn start(label: &str, table: xdal_backend_v1_t) -> Result<Backend, Error> {
+fn start(label: &str, table: xdal_backend_v1_t, marks_host_functions: bool) -> Result<Backend, Error> {
     if table.abi_major != XDAL_ABI_VERSION_MAJOR {
         return Err(err!(
             XDAL_ERROR_VERSION_MISMATCH,
@@ -371,6 +374,7 @@ fn start(label: &str, table: xdal_backend_v1_t) -> Result<Backend, Error> {
         table,
         name,
         device_count: 0,
+        marks_host_functions,
         priority_least: 0,
         priority_greatest: 0,
         properties: Vec::new(),

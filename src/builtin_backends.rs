@@ -16,6 +16,10 @@ pub struct BuiltinBackend {
     /// What it runs on, in a few words, for xdal-info and the README.
     pub runs_on: &'static str,
     pub(crate) getter: Getter,
+    /// Whether it marks the threads running callers' host functions itself
+    /// (`xdal_backend_support::callback`), so that the front need not wrap
+    /// each one in a trampoline (an allocation and an indirection a call).
+    pub(crate) marks_host_functions: bool,
 }
 
 /// Every built-in backend, the default first. Each is behind the cargo
@@ -26,18 +30,21 @@ pub static BUILTIN_BACKENDS: &[BuiltinBackend] = &[
         name: "fake",
         runs_on: "devices simulated on the CPU",
         getter: xdal_fake::xdal_fake_backend_get_v1,
+        marks_host_functions: true,
     },
     #[cfg(feature = "opencl")]
     BuiltinBackend {
         name: "opencl",
         runs_on: "OpenCL devices with shared virtual memory (PoCL in CI)",
         getter: xdal_opencl::xdal_opencl_backend_get_v1,
+        marks_host_functions: true,
     },
     #[cfg(feature = "cuda")]
     BuiltinBackend {
         name: "cuda",
         runs_on: "NVIDIA GPUs through the CUDA driver API",
         getter: xdal_cuda::xdal_cuda_backend_get_v1,
+        marks_host_functions: false,
     },
 ];
 

@@ -15,6 +15,7 @@ use crossbeam_utils::CachePadded;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Condvar, Mutex};
+use xdal_backend_support::callback::run_callback;
 use xdal_backend_support::clock::monotonic_ns;
 
 /// A lock for the few instructions of an enqueue: contended only by
@@ -412,7 +413,8 @@ impl Stream {
                 let _long = crate::fake().executor.long_op();
                 // SAFETY: the caller gave a valid function and its argument;
                 // running it once here, in stream order, is the contract.
-                unsafe { func(data.0) };
+                // Marked: a waiting xdal call from inside it is refused.
+                run_callback(|| unsafe { func(data.0) });
                 Step::Done(Ok(()))
             }
             Op::Mark(marker) => {

@@ -385,8 +385,9 @@ fn run_host_calls(calls: mpsc::Receiver<HostCall>) {
         let start = crate::timing::monotonic_ns();
         if let Some(func) = call.func {
             // SAFETY: the caller gave a function and its argument to be
-            // called once, in stream order.
-            unsafe { func(call.user_data as *mut c_void) };
+            // called once, in stream order. Marked: a waiting xdal call
+            // from inside it is refused.
+            xdal_backend_support::callback::run_callback(|| unsafe { func(call.user_data as *mut c_void) });
         }
         if call.timing != 0 {
             crate::timing::write(call.timing, start, crate::timing::monotonic_ns());
