@@ -35,7 +35,7 @@ impl FakeGraphExec {
                 // SAFETY: as for a copy.
                 Step::Set { dst, value, len } => unsafe { std::ptr::write_bytes(dst as *mut u8, value, len) },
                 // SAFETY: the caller gave the function and its argument to be
-                // run in stream order, once per replay.
+                // run in stream order, once per replay; marked as a callback.
                 Step::Host { func, data } => run_callback(|| unsafe { func(data as *mut c_void) }),
             }
         }

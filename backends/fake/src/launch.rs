@@ -251,8 +251,14 @@ impl Launch {
         self.run()
     }
 
-    /// Claims and runs blocks until none is left.
+    /// Claims and runs blocks until none is left, the thread marked as
+    /// running a caller's kernel (once for all the blocks it claims, not
+    /// per block): a waiting xdal call from inside one is refused.
     pub fn help(&self) {
+        run_callback(|| self.run_blocks());
+    }
+
+    fn run_blocks(&self) {
         loop {
             let index = self.next.fetch_add(1, Relaxed);
             if index >= self.total {
@@ -288,8 +294,7 @@ impl Launch {
             };
             // SAFETY: the kernel has the host-kernel signature; ctx and the
             // argument pointers are valid for the call.
-            let status =
-                self.args.with_pointers(|args| run_callback(|| unsafe { (self.function().kernel)(&ctx, args) }));
+            let status = self.args.with_pointers(|args| unsafe { (self.function().kernel)(&ctx, args) });
             if status == xdal_status::XDAL_SUCCESS as i32 {
                 return Ok(());
             }

@@ -412,8 +412,9 @@ impl Stream {
             Op::Host { func, data } => {
                 let _long = crate::fake().executor.long_op();
                 // SAFETY: the caller gave a valid function and its argument;
-                // running it once here, in stream order, is the contract.
-                // Marked: a waiting xdal call from inside it is refused.
+                // running it once here, in stream order, marked as a
+                // callback (a waiting xdal call from it is refused), is the
+                // contract.
                 run_callback(|| unsafe { func(data.0) });
                 Step::Done(Ok(()))
             }

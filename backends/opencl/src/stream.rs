@@ -385,8 +385,8 @@ fn run_host_calls(calls: mpsc::Receiver<HostCall>) {
         let start = crate::timing::monotonic_ns();
         if let Some(func) = call.func {
             // SAFETY: the caller gave a function and its argument to be
-            // called once, in stream order. Marked: a waiting xdal call
-            // from inside it is refused.
+            // called once, in stream order; marked as a callback (a waiting
+            // xdal call from it is refused).
             xdal_backend_support::callback::run_callback(|| unsafe { func(call.user_data as *mut c_void) });
         }
         if call.timing != 0 {

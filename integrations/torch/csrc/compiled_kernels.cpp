@@ -27,7 +27,8 @@ xdal_status_t compiled_kernel(const xdal_kernel_context_t* context, void* const*
   // kernels parallelize with OpenMP.
   at::init_num_threads();
   const auto entry = reinterpret_cast<CompiledEntry>(*static_cast<const uintptr_t*>(args[0]));
-  std::array<char, 1024> message{};
+  std::array<char, 1024> message;  // written by the entry only when it fails
+  message[0] = 0;
   if (entry(context, args + 1, message.data(), message.size()) == 0) return XDAL_SUCCESS;
   note_host_kernel_failure(std::string("a kernel of torch.compile failed: ") + message.data());
   return XDAL_ERROR_LAUNCH_FAILED;

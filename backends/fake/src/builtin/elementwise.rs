@@ -65,7 +65,8 @@ pub(super) unsafe fn fill_share<E: Elem>(dst: Array<E>, range: Range<usize>, val
             unsafe { dst.set(last, value) };
         }
     } else {
-        // SAFETY: the range is this block's own share.
+        // SAFETY: the range is this block's own share, which no other
+        // block writes.
         let share = unsafe { dst.slice_mut(range) };
         // The whole array decides, not the share: a large fill's blocks
         // each take a part that fits in cache, yet together they do not.
