@@ -1,8 +1,10 @@
 //! Failure as the front sees it: a status plus a message, the calling
 //! thread's last error, and the panic boundary every export runs inside.
+use crate::lock::IgnorePoison;
 use std::cell::RefCell;
 use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
 use xdal_abi::{xdal_status, xdal_status_t};
 
 /// A failed call: what the caller gets back, and why. Boxed: every call
@@ -60,20 +62,34 @@ thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+/// The last error of a thread whose thread-local storage is gone: a call
+/// made from an `atexit` handler or a static destructor runs after the
+/// C library has destroyed the exiting thread's thread-locals, and must
+/// still keep its message (and never panic, which would abort).
+static LAST_ERROR_AFTER_EXIT: Mutex<String> = Mutex::new(String::new());
+
 /// Records the calling thread's message for its last failed call.
 pub(crate) fn set_last_error(function: &str, message: &str) {
-    LAST_ERROR.with(|last| {
-        let mut last = last.borrow_mut();
+    let set = |last: &mut String| {
         last.clear();
         last.push_str(function);
         last.push_str(": ");
         last.push_str(message);
-    });
+    };
+    if LAST_ERROR.try_with(|last| set(&mut last.borrow_mut())).is_err() {
+        set(&mut LAST_ERROR_AFTER_EXIT.lock().ignore_poison());
+    }
 }
 
 /// Runs `f` with the calling thread's last error message.
 pub(crate) fn with_last_error<R>(f: impl FnOnce(&str) -> R) -> R {
-    LAST_ERROR.with(|last| f(&last.borrow()))
+    // `try_with` runs the closure only where the thread-local is there.
+    let mut f = Some(f);
+    if let Ok(Some(answer)) = LAST_ERROR.try_with(|last| f.take().map(|f| f(&last.borrow()))) {
+        return answer;
+    }
+    let f = f.expect("not called: the thread-local is gone");
+    f(&LAST_ERROR_AFTER_EXIT.lock().ignore_poison())
 }
 
 /// The panic boundary: runs an export's body, turns an error into its

@@ -52,13 +52,19 @@ thread_local! {
 /// Runs `f` with the live tracers.
 fn with_live<R>(f: impl FnOnce(&[Arc<TracerObj>]) -> R) -> R {
     let generation = GENERATION.load(Acquire);
-    let list = SEEN.with(|seen| {
-        let mut seen = seen.borrow_mut();
-        if seen.0 != generation {
-            *seen = (generation, LIVE.lock().ignore_poison().clone().unwrap_or_default());
-        }
-        Arc::clone(&seen.1)
-    });
+    let shared = || LIVE.lock().ignore_poison().clone().unwrap_or_default();
+    let list = SEEN
+        .try_with(|seen| {
+            let mut seen = seen.borrow_mut();
+            if seen.0 != generation {
+                *seen = (generation, shared());
+            }
+            Arc::clone(&seen.1)
+        })
+        // The thread's copy is gone (an atexit handler, such as the trace
+        // file's, runs after the exiting thread's thread-locals are
+        // destroyed): the shared list, under its lock.
+        .unwrap_or_else(|_| shared());
     f(&list)
 }
 
@@ -102,7 +108,7 @@ thread_local! {
 
 /// The innermost traced call this thread is in, if any.
 fn innermost() -> Option<Call> {
-    CALLS.with(|calls| calls.borrow().iter().rev().find_map(|call| *call))
+    CALLS.try_with(|calls| calls.borrow().iter().rev().find_map(|call| *call)).ok().flatten()
 }
 
 /// When the traced call this thread is in started (0 outside traced calls).
@@ -129,12 +135,13 @@ pub(crate) fn thread_id() -> u64 {
 
 /// Pushes an external correlation id for the calling thread.
 pub(crate) fn push_external(id: u64) {
-    EXTERNAL.with(|stack| stack.borrow_mut().push(id));
+    // Past the thread's end (its thread-locals destroyed) ids are not kept.
+    let _ = EXTERNAL.try_with(|stack| stack.borrow_mut().push(id));
 }
 
 /// Pops the calling thread's top external id.
 pub(crate) fn pop_external() -> Option<u64> {
-    EXTERNAL.with(|stack| stack.borrow_mut().pop())
+    EXTERNAL.try_with(|stack| stack.borrow_mut().pop()).ok().flatten()
 }
 
 /// A traced call under way: its correlation id and start.
@@ -154,13 +161,15 @@ thread_local! {
 /// start time.
 pub(crate) fn begin(traced: bool) {
     let call = traced.then(|| Call { id: NEXT_CORRELATION.fetch_add(1, Relaxed), start_ns: now_ns() });
-    CALLS.with(|calls| calls.borrow_mut().push(call));
+    // Past the thread's end (its thread-locals destroyed, as in an atexit
+    // handler) calls go untraced: `end` then finds nothing either.
+    let _ = CALLS.try_with(|calls| calls.borrow_mut().push(call));
 }
 
 /// Ends the thread's innermost watched call; a traced one's record goes
 /// to every tracer.
 pub(crate) fn end(function: &'static CStr, status: xdal_status_t) {
-    let Some(Some(Call { id, start_ns })) = CALLS.with(|calls| calls.borrow_mut().pop()) else {
+    let Ok(Some(Some(Call { id, start_ns }))) = CALLS.try_with(|calls| calls.borrow_mut().pop()) else {
         return;
     };
     let end_ns = now_ns();
@@ -168,7 +177,7 @@ pub(crate) fn end(function: &'static CStr, status: xdal_status_t) {
         struct_size: std::mem::size_of::<xdal_api_record_t>(),
         function: function.as_ptr(),
         correlation_id: id,
-        external_id: EXTERNAL.with(|stack| stack.borrow().last().copied().unwrap_or(0)),
+        external_id: EXTERNAL.try_with(|stack| stack.borrow().last().copied().unwrap_or(0)).unwrap_or(0),
         start_ns,
         end_ns,
         thread_id: thread_id(),

@@ -1,9 +1,12 @@
 /* Tracing (since 1.2): API records of every call, activity records of the
    work with the times it ran (not when it was enqueued), correlation ids
    tying the two, external ids, masks, several tracers, the common clock,
-   and the XDAL_TRACE file (test_trace_file, run with XDAL_TRACE set).
+   and the XDAL_TRACE file (test_trace_file, run with XDAL_TRACE set;
+   test_trace_file_at_exit, written as a child process exits).
    Generic in the front: every backend runs all of it. */
 #include "harness.h"
+
+#include "child.h"
 
 #define MAX_RECORDS 4096
 
@@ -306,23 +309,9 @@ static void test_clock_and_bad_arguments(void) {
   CHECK_STATUS(XDAL_ERROR_INVALID_HANDLE, xdal_tracer_destroy(NULL));
 }
 
-static void test_trace_file(void) {
-  const char *path = getenv("XDAL_TRACE");
-  if (path == NULL || *path == '\0') SKIP("needs XDAL_TRACE=<file>");
-  xdal_stream_t s = NULL;
-  REQUIRE_OK(xdal_stream_create(&s, XDAL_STREAM_NON_BLOCKING, 0));
-  void *d = NULL;
-  REQUIRE_OK(xdal_malloc(&d, 4096));
-  unsigned char host[4096] = {0};
-  CHECK_OK(xdal_memcpy_async(d, host, sizeof host, XDAL_MEMCPY_HOST_TO_DEVICE, s));
-  CHECK_OK(xdal_stream_synchronize(s));
-  xdal_tracer_desc_t desc;
-  memset(&desc, 0, sizeof desc);
-  desc.struct_size = sizeof desc;
-  xdal_tracer_t t = NULL;
-  REQUIRE_OK(xdal_tracer_create(&t, &desc));
-  CHECK_OK(xdal_tracer_flush(t)); /* writes the file */
-  CHECK_OK(xdal_tracer_destroy(t));
+/* The trace file at `path` holds the host's and device 0's tracks, the
+   copy's API call and activity, and the flow between them. */
+static void check_trace_file(const char *path) {
   FILE *f = fopen(path, "r");
   REQUIRE(f != NULL);
   static char text[1 << 20];
@@ -342,8 +331,61 @@ static void test_trace_file(void) {
     if (depth < min_depth) min_depth = depth;
   }
   CHECK_MSG(depth == 0 && min_depth == 0, "the trace file's brackets do not balance");
+}
+
+/* A copy on a stream, waited for. */
+static void traced_copy(void) {
+  xdal_stream_t s = NULL;
+  REQUIRE_OK(xdal_stream_create(&s, XDAL_STREAM_NON_BLOCKING, 0));
+  void *d = NULL;
+  REQUIRE_OK(xdal_malloc(&d, 4096));
+  unsigned char host[4096] = {0};
+  CHECK_OK(xdal_memcpy_async(d, host, sizeof host, XDAL_MEMCPY_HOST_TO_DEVICE, s));
+  CHECK_OK(xdal_stream_synchronize(s));
   CHECK_OK(xdal_free(d));
   CHECK_OK(xdal_stream_destroy(s));
+}
+
+static void test_trace_file(void) {
+  const char *path = getenv("XDAL_TRACE");
+  if (path == NULL || *path == '\0') SKIP("needs XDAL_TRACE=<file>");
+  traced_copy();
+  xdal_tracer_desc_t desc;
+  memset(&desc, 0, sizeof desc);
+  desc.struct_size = sizeof desc;
+  xdal_tracer_t t = NULL;
+  REQUIRE_OK(xdal_tracer_create(&t, &desc));
+  CHECK_OK(xdal_tracer_flush(t)); /* writes the file */
+  CHECK_OK(xdal_tracer_destroy(t));
+  check_trace_file(path);
+}
+
+/* The child of test_trace_file_at_exit: traced work, then an ordinary
+   exit, which writes the file. */
+static void test_traced_child(void) {
+  if (getenv("XDAL_TRACE_TEST_CHILD") == NULL) SKIP("runs as the child of test_trace_file_at_exit");
+  traced_copy();
+}
+
+/* Without a flush, the file is written as the process exits (after the
+   C library has destroyed the exiting thread's thread-locals, which the
+   synchronization had used). */
+static void test_trace_file_at_exit(void) {
+  char path[] = "/tmp/xdal-trace-at-exit-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  char trace_env[64];
+  snprintf(trace_env, sizeof trace_env, "XDAL_TRACE=%s", path);
+  const char *const env[] = {"XDAL_TRACE_TEST_CHILD=1", trace_env};
+  char *text = run_child("test_traced_child", "XDAL_TRACE", env, 2);
+  if (text != NULL) {
+    CHECK_MSG(strstr(text, "panicked") == NULL && strstr(text, "cannot write") == NULL, "the child's stderr:\n%s",
+              text);
+    free(text);
+    check_trace_file(path);
+  }
+  unlink(path);
 }
 
 static const harness_test_t tests[] = {
@@ -354,6 +396,8 @@ static const harness_test_t tests[] = {
     HARNESS_TEST(test_external_ids),
     HARNESS_TEST(test_clock_and_bad_arguments),
     HARNESS_TEST(test_trace_file),
+    HARNESS_TEST(test_trace_file_at_exit),
+    HARNESS_TEST(test_traced_child),
 };
 
 HARNESS_MAIN(tests)

@@ -33,12 +33,19 @@ thread_local! {
 
 /// Keeps a stream the calling worker just ran (and parked as Hot).
 pub(crate) fn keep(stream: Arc<Stream>) {
-    HOT.with(|hot| hot.borrow_mut().streams.push(stream));
+    // `try_with` runs the closure only where the set is there: a thread
+    // past its end (its thread-locals destroyed) keeps nothing, and lets
+    // the stream go back to the usual protocol at once.
+    let mut stream = Some(stream);
+    let _ = HOT.try_with(|hot| hot.borrow_mut().streams.extend(stream.take()));
+    if let Some(stream) = stream {
+        stream.release_hot();
+    }
 }
 
 /// Whether the calling thread holds no hot stream.
 pub(crate) fn is_empty() -> bool {
-    HOT.with(|hot| hot.borrow().streams.is_empty())
+    HOT.try_with(|hot| hot.borrow().streams.is_empty()).unwrap_or(true)
 }
 
 /// A hot stream with work pending, taken out of the set; the caller claims
@@ -46,7 +53,7 @@ pub(crate) fn is_empty() -> bool {
 /// one, another worker) leave the set: their new owner follows the usual
 /// protocol.
 pub(crate) fn next_ready() -> Option<Arc<Stream>> {
-    HOT.with(|hot| {
+    HOT.try_with(|hot| {
         let mut hot = hot.borrow_mut();
         let mut looked = 0;
         while looked < hot.streams.len() {
@@ -67,12 +74,14 @@ pub(crate) fn next_ready() -> Option<Arc<Stream>> {
         }
         None
     })
+    .ok()
+    .flatten()
 }
 
 /// Called after a poll that found nothing: whether the worker should keep
 /// polling (its hot set is not empty and not stale yet).
 pub(crate) fn keep_polling() -> bool {
-    HOT.with(|hot| {
+    HOT.try_with(|hot| {
         let mut hot = hot.borrow_mut();
         if hot.streams.is_empty() {
             return false;
@@ -85,17 +94,20 @@ pub(crate) fn keep_polling() -> bool {
         let since = *hot.idle_since.get_or_insert(now);
         now.duration_since(since) < HOT_SET_LINGER
     })
+    .unwrap_or(false)
 }
 
 /// Lets every hot stream of the calling thread go back to the usual
 /// protocol: idle, or into the run queue if work came meanwhile.
 pub(crate) fn release_all() {
-    let streams = HOT.with(|hot| {
-        let mut hot = hot.borrow_mut();
-        hot.idle_since = None;
-        hot.empty_polls = 0;
-        std::mem::take(&mut hot.streams)
-    });
+    let streams = HOT
+        .try_with(|hot| {
+            let mut hot = hot.borrow_mut();
+            hot.idle_since = None;
+            hot.empty_polls = 0;
+            std::mem::take(&mut hot.streams)
+        })
+        .unwrap_or_default();
     for stream in streams {
         stream.release_hot();
     }

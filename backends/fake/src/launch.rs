@@ -278,8 +278,7 @@ impl Launch {
         let (gx, gy) = (u64::from(self.grid.x), u64::from(self.grid.y));
         let block_idx =
             xdal_dim3_t { x: (index % gx) as u32, y: (index / gx % gy) as u32, z: (index / (gx * gy)) as u32 };
-        SHARED.with(|shared| {
-            let mut shared = shared.borrow_mut();
+        let run = |shared: &mut Vec<u128>| {
             let words = self.shared_bytes.div_ceil(16);
             if shared.len() < words {
                 shared.resize(words, 0);
@@ -307,7 +306,11 @@ impl Launch {
                 block_idx.y,
                 block_idx.z
             ))
-        })
+        };
+        // A thread past its end (its thread-locals destroyed: a launch from
+        // an atexit handler, run by the calling thread) takes a buffer of
+        // its own.
+        SHARED.try_with(|shared| run(&mut shared.borrow_mut())).unwrap_or_else(|_| run(&mut Vec::new()))
     }
 }
 

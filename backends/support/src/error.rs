@@ -2,6 +2,7 @@
 //! `last_error_message`.
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
+use std::sync::Mutex;
 use xdal_abi::{xdal_status, xdal_status_raw};
 
 /// A failed backend operation.
@@ -27,6 +28,12 @@ thread_local! {
     static LAST_MESSAGE: RefCell<CString> = RefCell::new(CString::default());
 }
 
+/// The last message of a thread whose thread-locals are gone (an entry
+/// called from an `atexit` handler or a static destructor, after the C
+/// library destroyed the exiting thread's thread-locals): kept here, never
+/// a panic, which would abort.
+static LAST_MESSAGE_AFTER_EXIT: Mutex<Option<CString>> = Mutex::new(None);
+
 /// Turns a result into the status a table entry returns, keeping the
 /// message for `last_error_message` (NOT_READY is an answer, not a failure:
 /// it leaves the last message alone).
@@ -45,15 +52,25 @@ fn to_status(result: BackendResult<()>) -> xdal_status_raw {
 fn failed(failure: Failure) -> xdal_status_raw {
     if failure.status != xdal_status::XDAL_ERROR_NOT_READY {
         let text = CString::new(failure.message.replace('\0', " ")).unwrap_or_default();
-        LAST_MESSAGE.with(|m| *m.borrow_mut() = text);
+        // `try_with` runs the closure only where the thread-local is there.
+        let mut text = Some(text);
+        if LAST_MESSAGE.try_with(|m| *m.borrow_mut() = text.take().unwrap_or_default()).is_err() {
+            *LAST_MESSAGE_AFTER_EXIT.lock().unwrap_or_else(|p| p.into_inner()) = text;
+        }
     }
     failure.status as xdal_status_raw
 }
 
 /// The message of this thread's last failed entry; valid until the next
-/// failure on this thread.
+/// failure on this thread (after its thread-locals are gone: until the
+/// next failure of any such thread).
 pub fn last_message() -> *const c_char {
-    LAST_MESSAGE.with(|m| m.borrow().as_ptr())
+    LAST_MESSAGE.try_with(|m| m.borrow().as_ptr()).unwrap_or_else(|_| {
+        match &*LAST_MESSAGE_AFTER_EXIT.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(message) => message.as_ptr(),
+            None => c"".as_ptr(),
+        }
+    })
 }
 
 /// Runs a table entry's body, turning a panic into `XDAL_ERROR_INTERNAL`

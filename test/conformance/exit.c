@@ -1,0 +1,112 @@
+/* Calls made while the process exits (since 1.2): from an atexit handler
+   or a static destructor, which the C library runs after it has destroyed
+   the exiting thread's thread-local storage. Each call works as at any
+   other time, or fails with its status and message; none may abort the
+   process, and a failure's message is still there to read.
+
+   test_calls_at_exit runs this executable again as a child (test
+   exiting_child) and reads its stderr, once plainly and once with the
+   call tracer and the validation layer on. */
+#include "harness.h"
+
+#include "child.h"
+
+static void *exit_memory;
+static xdal_stream_t exit_stream;
+static int exit_failures;
+
+/* A failed check of the atexit handler: said on stderr, for the parent. */
+static void exit_check(int ok, const char *what) {
+  if (ok) return;
+  exit_failures++;
+  fprintf(stderr, "at exit: %s failed\n", what);
+}
+
+/* The last error message names `function`. */
+static void exit_check_message(const char *function) {
+  char message[512] = {0};
+  size_t needed = 0;
+  exit_check(xdal_get_last_error_message(message, sizeof message, &needed) == XDAL_SUCCESS,
+             "xdal_get_last_error_message");
+  if (strstr(message, function) == NULL) {
+    exit_failures++;
+    fprintf(stderr, "at exit: the last error message \"%s\" does not name %s\n", message, function);
+  }
+}
+
+static void calls_at_exit(void) {
+  unsigned char host[256];
+  memset(host, 0x5a, sizeof host);
+  exit_check(xdal_memcpy_async(exit_memory, host, sizeof host, XDAL_MEMCPY_HOST_TO_DEVICE, exit_stream) ==
+                 XDAL_SUCCESS,
+             "xdal_memcpy_async");
+  exit_check(xdal_memset_async((unsigned char *)exit_memory + 128, 0x11, 128, exit_stream) == XDAL_SUCCESS,
+             "xdal_memset_async");
+  xdal_event_t event = NULL;
+  exit_check(xdal_event_create(&event, XDAL_EVENT_DEFAULT) == XDAL_SUCCESS, "xdal_event_create");
+  exit_check(xdal_event_record(event, exit_stream) == XDAL_SUCCESS, "xdal_event_record");
+  exit_check(xdal_event_synchronize(event) == XDAL_SUCCESS, "xdal_event_synchronize");
+  exit_check(xdal_event_destroy(event) == XDAL_SUCCESS, "xdal_event_destroy");
+  exit_check(xdal_stream_synchronize(exit_stream) == XDAL_SUCCESS, "xdal_stream_synchronize");
+  memset(host, 0, sizeof host);
+  exit_check(xdal_memcpy(host, exit_memory, sizeof host, XDAL_MEMCPY_DEVICE_TO_HOST) == XDAL_SUCCESS, "xdal_memcpy");
+  exit_check(host[0] == 0x5a && host[127] == 0x5a && host[128] == 0x11 && host[255] == 0x11,
+             "the bytes copied back");
+  /* Failures: a status, and a message to read, as at any other time. */
+  exit_check(xdal_free(host) == XDAL_ERROR_INVALID_POINTER, "xdal_free of host memory");
+  exit_check_message("xdal_free");
+  static const char garbage[] = "not a module image";
+  xdal_module_t module = NULL;
+  exit_check(xdal_module_load_data(&module, garbage, sizeof garbage - 1) != XDAL_SUCCESS,
+             "xdal_module_load_data of garbage");
+  exit_check_message("xdal_module_load_data");
+  exit_check(xdal_stream_destroy(exit_stream) == XDAL_SUCCESS, "xdal_stream_destroy");
+  exit_check(xdal_free(exit_memory) == XDAL_SUCCESS, "xdal_free");
+  if (exit_failures != 0) _exit(3);
+  fprintf(stderr, "at exit: every call answered\n");
+}
+
+/* The child: uses xdal on its main thread (so that its thread-locals
+   exist, and are destroyed as it exits: a failed call, a synchronization),
+   and leaves the rest to an atexit handler. */
+static void test_exiting_child(void) {
+  if (getenv("XDAL_EXIT_TEST_CHILD") == NULL) SKIP("runs as the child of test_calls_at_exit");
+  REQUIRE_OK(xdal_malloc(&exit_memory, 256));
+  REQUIRE_OK(xdal_stream_create(&exit_stream, XDAL_STREAM_NON_BLOCKING, 0));
+  CHECK_STATUS(XDAL_ERROR_NULL_POINTER, xdal_malloc(NULL, 16));
+  CHECK_OK(xdal_memset_async(exit_memory, 0, 256, exit_stream));
+  CHECK_OK(xdal_stream_synchronize(exit_stream));
+  REQUIRE(atexit(calls_at_exit) == 0);
+}
+
+static void test_calls_at_exit(void) {
+  static const char *const plain[] = {"XDAL_EXIT_TEST_CHILD=1"};
+  char trace[] = "/tmp/xdal-exit-trace-XXXXXX";
+  int fd = mkstemp(trace);
+  REQUIRE(fd >= 0);
+  close(fd);
+  char trace_env[64];
+  snprintf(trace_env, sizeof trace_env, "XDAL_TRACE=%s", trace);
+  const char *const watched[] = {"XDAL_EXIT_TEST_CHILD=1", "XDAL_VALIDATE=1", trace_env};
+  const struct {
+    const char *name;
+    const char *const *env;
+    size_t nenv;
+  } runs[] = {{"plainly", plain, 1}, {"traced and validated", watched, 3}};
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    char *text = run_child("test_exiting_child", NULL, runs[i].env, runs[i].nenv);
+    if (text == NULL) continue;
+    CHECK_MSG(strstr(text, "at exit: every call answered") != NULL, "run %s: the handler did not finish:\n%s",
+              runs[i].name, text);
+    CHECK_MSG(strstr(text, "panicked") == NULL, "run %s: a panic at exit:\n%s", runs[i].name, text);
+    free(text);
+  }
+  unlink(trace);
+}
+
+static const harness_test_t tests[] = {
+    HARNESS_TEST(test_calls_at_exit),
+    HARNESS_TEST(test_exiting_child),
+};
+
+HARNESS_MAIN(tests)
