@@ -33,9 +33,16 @@ static BACKEND: OnceLock<Result<Backend, Error>> = OnceLock::new();
 #[inline]
 pub(crate) fn backend() -> XResult<&'static Backend> {
     match BACKEND.get() {
+        Some(Ok(backend)) if crate::fork::in_child() => Err(crate::fork::refusal(backend)),
         Some(loaded) => loaded.as_ref().map_err(Clone::clone),
         None => load_once(),
     }
+}
+
+/// The backend if it started, whatever this process may still do with it
+/// (for its name).
+pub(crate) fn started_backend() -> Option<&'static Backend> {
+    BACKEND.get()?.as_ref().ok()
 }
 
 thread_local! {
@@ -231,12 +238,14 @@ extern "C" {
 /// else a backend linked into the process (the weak default), else the
 /// default built-in one.
 fn load() -> Result<Backend, Error> {
-    let builtin = |b: &BuiltinBackend| (b.name.to_string(), Some(b.getter), b.marks_host_functions);
+    let builtin = |b: &BuiltinBackend| (b.name.to_string(), Some(b.getter), b.marks_host_functions, b.survives_fork);
     let requested = xdal_backend_support::env::var("XDAL_BACKEND").unwrap_or_default();
-    let (label, getter, marks_host_functions) = match requested.as_str() {
+    // Backends from elsewhere neither mark their callbacks' threads nor are
+    // known to survive fork().
+    let (label, getter, marks_host_functions, survives_fork) = match requested.as_str() {
         // SAFETY: the shim only reads a weak symbol's address.
         "" => match unsafe { xdal_front_linked_backend_getter() } {
-            Some(getter) => ("linked-in backend".to_string(), Some(getter), false),
+            Some(getter) => ("linked-in backend".to_string(), Some(getter), false, false),
             None => match builtin_backends::default_backend() {
                 Some(b) => builtin(b),
                 None => {
@@ -248,7 +257,7 @@ fn load() -> Result<Backend, Error> {
                 }
             },
         },
-        path if path.contains('/') || path.ends_with(".so") => (path.to_string(), open_plugin(path)?, false),
+        path if path.contains('/') || path.ends_with(".so") => (path.to_string(), open_plugin(path)?, false, false),
         name => match builtin_backends::find(name) {
             Some(b) => builtin(b),
             None => {
@@ -262,7 +271,11 @@ fn load() -> Result<Backend, Error> {
         },
     };
     let table = fetch_table(&label, getter)?;
-    start(&label, table, marks_host_functions)
+    let backend = start(&label, table, marks_host_functions)?;
+    if !survives_fork {
+        crate::fork::watch();
+    }
+    Ok(backend)
 }
 
 /// Opens a plugin and finds its getter. The library is never closed: its

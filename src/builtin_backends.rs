@@ -20,6 +20,8 @@ pub struct BuiltinBackend {
     /// (`xdal_backend_support::callback`), so that the front need not wrap
     /// each one in a trampoline (an allocation and an indirection a call).
     pub(crate) marks_host_functions: bool,
+    /// Whether a `fork()` child may go on using it (`crate::fork`).
+    pub(crate) survives_fork: bool,
 }
 
 /// Every built-in backend, the default first. Each is behind the cargo
@@ -31,6 +33,7 @@ pub static BUILTIN_BACKENDS: &[BuiltinBackend] = &[
         runs_on: "devices simulated on the CPU",
         getter: xdal_fake::xdal_fake_backend_get_v1,
         marks_host_functions: true,
+        survives_fork: true,
     },
     #[cfg(feature = "opencl")]
     BuiltinBackend {
@@ -38,6 +41,7 @@ pub static BUILTIN_BACKENDS: &[BuiltinBackend] = &[
         runs_on: "OpenCL devices with shared virtual memory (PoCL in CI)",
         getter: xdal_opencl::xdal_opencl_backend_get_v1,
         marks_host_functions: true,
+        survives_fork: false,
     },
     #[cfg(feature = "cuda")]
     BuiltinBackend {
@@ -45,6 +49,7 @@ pub static BUILTIN_BACKENDS: &[BuiltinBackend] = &[
         runs_on: "NVIDIA GPUs through the CUDA driver API",
         getter: xdal_cuda::xdal_cuda_backend_get_v1,
         marks_host_functions: false,
+        survives_fork: false,
     },
 ];
 

@@ -18,6 +18,7 @@ mod builtin_args;
 mod builtin_backends;
 mod dispatch;
 mod error;
+mod fork;
 mod graph;
 mod handles;
 mod lock;

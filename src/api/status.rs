@@ -97,7 +97,15 @@ pub extern "C" fn xdal_init() -> xdal_status_t {
 /// "none" when no backend could start. Never NULL.
 #[no_mangle]
 pub extern "C" fn xdal_backend_name() -> *const c_char {
-    catch_unwind(|| backend().map_or(c"none".as_ptr(), |b| b.name.as_ptr())).unwrap_or(c"none".as_ptr())
+    // A fork child still names the backend its parent started (which it
+    // may no longer use).
+    catch_unwind(|| {
+        crate::backend::started_backend()
+            .map(|b| b.name.as_ptr())
+            .or_else(|| backend().ok().map(|b| b.name.as_ptr()))
+            .unwrap_or(c"none".as_ptr())
+    })
+    .unwrap_or(c"none".as_ptr())
 }
 
 #[cfg(test)]

@@ -1,15 +1,22 @@
-/* Calls made while the process exits (since 1.2): from an atexit handler
-   or a static destructor, which the C library runs after it has destroyed
-   the exiting thread's thread-local storage. Each call works as at any
-   other time, or fails with its status and message; none may abort the
-   process, and a failure's message is still there to read.
+/* Calls at the edges of a process (since 1.2).
 
-   test_calls_at_exit runs this executable again as a child (test
-   exiting_child) and reads its stderr, once plainly and once with the
-   call tracer and the validation layer on. */
+   At exit: from an atexit handler or a static destructor, which the C
+   library runs after it has destroyed the exiting thread's thread-local
+   storage. Each call works as at any other time, or fails with its status
+   and message; none may abort the process, and a failure's message is
+   still there to read. test_calls_at_exit runs this executable again as a
+   child (test exiting_child) and reads its stderr, once plainly and once
+   with the call tracer and the validation layer on.
+
+   In a fork() child of a process that used xdal: every call answers, none
+   hangs. The fake backend goes on working there; a backend whose runtime
+   has threads of its own refuses with XDAL_ERROR_BACKEND_UNAVAILABLE, as
+   CUDA refuses a forked child. */
 #include "harness.h"
 
 #include "child.h"
+
+#include <signal.h>
 
 static void *exit_memory;
 static xdal_stream_t exit_stream;
@@ -104,9 +111,65 @@ static void test_calls_at_exit(void) {
   unlink(trace);
 }
 
+/* What a fork() child gets from xdal after its parent used it: results,
+   or refusals that say why, never a wait that does not end. */
+static void fork_child_calls(void *memory, xdal_stream_t stream) {
+  int st1 = xdal_memset_async(memory, 0x77, 64, stream);
+  int st2 = xdal_stream_synchronize(stream);
+  unsigned char host[64] = {0};
+  int st3 = xdal_memcpy(host, memory, sizeof host, XDAL_MEMCPY_DEVICE_TO_HOST);
+  xdal_stream_t fresh = NULL;
+  int st4 = xdal_stream_create(&fresh, XDAL_STREAM_DEFAULT, 0);
+  char message[512] = {0};
+  size_t needed = 0;
+  xdal_get_last_error_message(message, sizeof message, &needed);
+  if (st1 == XDAL_SUCCESS && st2 == XDAL_SUCCESS && st3 == XDAL_SUCCESS && st4 == XDAL_SUCCESS) {
+    xdal_stream_destroy(fresh);
+    _exit(host[0] == 0x77 && host[63] == 0x77 ? 0 : 3); /* working: with the right bytes */
+  }
+  int refused = st1 == XDAL_ERROR_BACKEND_UNAVAILABLE && st2 == XDAL_ERROR_BACKEND_UNAVAILABLE &&
+                st3 == XDAL_ERROR_BACKEND_UNAVAILABLE && st4 == XDAL_ERROR_BACKEND_UNAVAILABLE &&
+                strstr(message, "fork") != NULL;
+  if (!refused) fprintf(stderr, "fork child: statuses %d %d %d %d, message \"%s\"\n", st1, st2, st3, st4, message);
+  exit(refused ? 10 : 4); /* an ordinary exit: the atexit handlers must not hang either */
+}
+
+static void test_fork_child_is_answered(void) {
+  void *memory = NULL;
+  xdal_stream_t stream = NULL;
+  REQUIRE_OK(xdal_malloc(&memory, 64));
+  REQUIRE_OK(xdal_stream_create(&stream, XDAL_STREAM_NON_BLOCKING, 0));
+  CHECK_OK(xdal_memset_async(memory, 0, 64, stream));
+  CHECK_OK(xdal_stream_synchronize(stream));
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) fork_child_calls(memory, stream);
+  int status = 0;
+  pid_t done = 0;
+  /* Within the harness's own limit, so that a hung child is killed, not left behind. */
+  for (int waited_ms = 0; waited_ms < (HARNESS_TEST_TIMEOUT_S / 2) * 1000 && done == 0; waited_ms += 10) {
+    done = waitpid(pid, &status, WNOHANG);
+    if (done == 0) sleep_ms(10);
+  }
+  if (done == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    CHECK_MSG(0, "the fork child's calls did not return in %d s", HARNESS_TEST_TIMEOUT_S / 2);
+  } else {
+    CHECK_MSG(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 10),
+              "the fork child ended with status %d (3: wrong bytes, 4: neither working nor refused)", status);
+    if (backend_is_fake()) CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the fake backend works on");
+  }
+  CHECK_OK(xdal_stream_destroy(stream));
+  CHECK_OK(xdal_free(memory));
+}
+
 static const harness_test_t tests[] = {
     HARNESS_TEST(test_calls_at_exit),
     HARNESS_TEST(test_exiting_child),
+    HARNESS_TEST(test_fork_child_is_answered),
 };
 
 HARNESS_MAIN(tests)
