@@ -8,6 +8,9 @@
    child (test exiting_child) and reads its stderr, once plainly and once
    with the call tracer and the validation layer on.
 
+   As a thread ends: from a pthread key destructor, which runs after the
+   thread's thread-locals are destroyed, the same.
+
    In a fork() child of a process that used xdal: every call answers, none
    hangs. The fake backend goes on working there; a backend whose runtime
    has threads of its own refuses with XDAL_ERROR_BACKEND_UNAVAILABLE, as
@@ -166,10 +169,51 @@ static void test_fork_child_is_answered(void) {
   CHECK_OK(xdal_free(memory));
 }
 
+/* A thread's end: pthread key destructors run after the C library has
+   destroyed the thread's thread-locals, as at exit. */
+static pthread_key_t ending_key;
+static atomic_int ending_failures = -1;
+
+static void thread_ending(void *memory) {
+  int failures = 0;
+  unsigned char host[64] = {0};
+  failures += xdal_memset(memory, 0x42, sizeof host) != XDAL_SUCCESS;
+  failures += xdal_memcpy(host, memory, sizeof host, XDAL_MEMCPY_DEVICE_TO_HOST) != XDAL_SUCCESS;
+  failures += host[0] != 0x42 || host[63] != 0x42;
+  failures += xdal_free(host) != XDAL_ERROR_INVALID_POINTER;
+  char message[512] = {0};
+  size_t needed = 0;
+  failures += xdal_get_last_error_message(message, sizeof message, &needed) != XDAL_SUCCESS;
+  failures += strstr(message, "xdal_free") == NULL;
+  atomic_store(&ending_failures, failures);
+}
+
+static void *ending_thread(void *memory) {
+  /* Thread-locals of xdal in use: a failed call, a synchronization. */
+  CHECK_STATUS(XDAL_ERROR_NULL_POINTER, xdal_malloc(NULL, 16));
+  CHECK_OK(xdal_device_synchronize());
+  pthread_setspecific(ending_key, memory);
+  return NULL;
+}
+
+static void test_calls_as_a_thread_ends(void) {
+  void *memory = NULL;
+  REQUIRE_OK(xdal_malloc(&memory, 64));
+  REQUIRE(pthread_key_create(&ending_key, thread_ending) == 0);
+  pthread_t thread;
+  REQUIRE(pthread_create(&thread, NULL, ending_thread, memory) == 0);
+  pthread_join(thread, NULL);
+  CHECK_MSG(atomic_load(&ending_failures) == 0, "%d of the ending thread's calls went wrong",
+            atomic_load(&ending_failures));
+  pthread_key_delete(ending_key);
+  CHECK_OK(xdal_free(memory));
+}
+
 static const harness_test_t tests[] = {
     HARNESS_TEST(test_calls_at_exit),
     HARNESS_TEST(test_exiting_child),
     HARNESS_TEST(test_fork_child_is_answered),
+    HARNESS_TEST(test_calls_as_a_thread_ends),
 };
 
 HARNESS_MAIN(tests)
