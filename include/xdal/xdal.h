@@ -1084,7 +1084,8 @@ xdal_status_t xdal_graph_debug_dump(xdal_graph_t graph, const char *path);
  * whose kernels have the `xdal_host_kernel_t` signature (see
  * docs/kernels.md); on a GPU backend the device's binary format.
  * `XDAL_ERROR_NOT_FOUND` if the file does not exist,
- * `XDAL_ERROR_INVALID_VALUE` if it is not a module.
+ * `XDAL_ERROR_INVALID_VALUE` if it is not a module, or not a regular file
+ * (a directory, a FIFO, a device: refused before it is opened).
  */
 xdal_status_t xdal_module_load(xdal_module_t *module, const char *path);
 

@@ -28,17 +28,43 @@ fn publish_module(
 /// whose kernels have the `xdal_host_kernel_t` signature (see
 /// docs/kernels.md); on a GPU backend the device's binary format.
 /// `XDAL_ERROR_NOT_FOUND` if the file does not exist,
-/// `XDAL_ERROR_INVALID_VALUE` if it is not a module.
+/// `XDAL_ERROR_INVALID_VALUE` if it is not a module, or not a regular file
+/// (a directory, a FIFO, a device: refused before it is opened).
 #[no_mangle]
 pub extern "C" fn xdal_module_load(module: *mut xdal_module_t, path: *const c_char) -> xdal_status_t {
     boundary(c"xdal_module_load", || {
         let out = Out::new(module, "module")?;
         require(path, "path")?;
         let backend = backend()?;
+        if backend.table.module_load.is_some() {
+            check_module_file(path)?;
+        }
         let mut native = std::ptr::null_mut();
         call!(backend, module_load(path, &mut native))?;
         publish_module(backend, native, false, out)
     })
+}
+
+/// A module path must name a regular file, or a link to one: opening a
+/// FIFO waits for a writer, and reading a device such as `/dev/zero` never
+/// ends, in any backend's loader.
+fn check_module_file(path: *const c_char) -> XResult<()> {
+    // SAFETY: non-NULL (checked by the caller) and NUL-terminated, as the
+    // contract asks of the path.
+    let path = unsafe { CStr::from_ptr(path) };
+    let shown = path.to_string_lossy();
+    let os_path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes()));
+    match std::fs::metadata(os_path) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(meta) => {
+            let kind = if meta.is_dir() { "a directory" } else { "a device, FIFO or socket" };
+            bail!(XDAL_ERROR_INVALID_VALUE, "module file {shown:?} is {kind}, not a regular file")
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!(XDAL_ERROR_NOT_FOUND, "module file {shown:?} does not exist")
+        }
+        Err(e) => bail!(XDAL_ERROR_INVALID_VALUE, "module file {shown:?} cannot be read: {e}"),
+    }
 }
 
 /// Loads a module from `bytes` (> 0) bytes of memory holding what a module
