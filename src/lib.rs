@@ -24,6 +24,7 @@ mod handles;
 mod lock;
 mod objects;
 mod observe;
+mod output_file;
 mod registry;
 mod threads;
 mod trace;

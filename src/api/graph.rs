@@ -161,8 +161,8 @@ pub extern "C" fn xdal_graph_debug_dump(graph: xdal_graph_t, path: *const c_char
         require(path, "path")?;
         let graph = self::graph(graph)?;
         // SAFETY: non-NULL; the caller passes a NUL-terminated string.
-        let path = unsafe { CStr::from_ptr(path) }.to_string_lossy().into_owned();
-        std::fs::write(&path, graph.dot())
+        let path = crate::output_file::path_of(unsafe { CStr::from_ptr(path) });
+        crate::output_file::write(path, graph.dot().as_bytes())
             .map_err(|e| err!(XDAL_ERROR_INVALID_VALUE, "cannot write the graph to {path:?}: {e}"))
     })
 }

@@ -160,7 +160,7 @@ pub(super) fn write() {
         text.push_str(if i + 1 < all.len() { ",\n" } else { "\n" });
     }
     text.push_str("]}\n");
-    if let Err(e) = std::fs::write(&writer.path, text) {
+    if let Err(e) = crate::output_file::write(std::path::Path::new(&writer.path), text.as_bytes()) {
         eprintln!("xdal: XDAL_TRACE: cannot write {:?}: {e}", writer.path);
     }
 }

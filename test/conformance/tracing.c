@@ -8,6 +8,8 @@
 
 #include "child.h"
 
+#include <sys/stat.h>
+
 #define MAX_RECORDS 4096
 
 typedef struct api_seen {
@@ -388,6 +390,23 @@ static void test_trace_file_at_exit(void) {
   unlink(path);
 }
 
+/* XDAL_TRACE naming a FIFO nobody reads: the child still exits, saying
+   on stderr that the file could not be written. */
+static void test_trace_file_fifo_without_reader(void) {
+  char fifo[512];
+  snprintf(fifo, sizeof fifo, "/tmp/xdal-trace-fifo-%ld", (long)getpid());
+  REQUIRE(mkfifo(fifo, 0600) == 0);
+  char trace_env[600];
+  snprintf(trace_env, sizeof trace_env, "XDAL_TRACE=%s", fifo);
+  const char *const env[] = {"XDAL_TRACE_TEST_CHILD=1", trace_env};
+  char *text = run_child("test_traced_child", "XDAL_TRACE", env, 2);
+  if (text != NULL) {
+    CHECK_MSG(strstr(text, "cannot write") != NULL, "the child's stderr does not say why:\n%s", text);
+    free(text);
+  }
+  unlink(fifo);
+}
+
 static const harness_test_t tests[] = {
     HARNESS_TEST(test_api_records),
     HARNESS_TEST(test_activities_carry_when_the_work_ran),
@@ -398,6 +417,7 @@ static const harness_test_t tests[] = {
     HARNESS_TEST(test_trace_file),
     HARNESS_TEST(test_trace_file_at_exit),
     HARNESS_TEST(test_traced_child),
+    HARNESS_TEST(test_trace_file_fifo_without_reader),
 };
 
 HARNESS_MAIN(tests)
