@@ -10,7 +10,8 @@
 //! `kernels`); how to give overlapping copies memmove's result with copies
 //! that may not overlap; the one rule for reading settings from the
 //! environment; the clock of every timestamp; the per-thread mark of a
-//! caller's callback running (`callback`). A backend crate keeps only what
+//! caller's callback running (`callback`); the check of a library path a
+//! user gives before it reaches `dlopen` (`library_path`). A backend crate keeps only what
 //! is its own.
 pub mod callback;
 mod catalogue;
@@ -20,6 +21,7 @@ mod error;
 mod getter;
 mod handle;
 pub mod kernels;
+pub mod library_path;
 pub mod objects;
 pub mod overlap;
 pub mod strided;
