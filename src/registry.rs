@@ -168,8 +168,8 @@ const RECENT: usize = 4;
 /// One cached answer, in the fewest bytes a check has to read: every
 /// address in `[lo, lo + len)` is `memory_type()` memory, and a range
 /// starting at `lo + offset` may take `bound - offset` bytes: the
-/// allocation's end for live allocations, unbounded for ordinary host
-/// memory, and nothing for freed device memory, whose refusal the slow
+/// allocation's end for live allocations, the address space's for
+/// ordinary host memory, and nothing for freed device memory, whose refusal the slow
 /// path explains (`len` is 1 for both kinds of address outside the
 /// allocations). A copy's check then needs one subtraction and two
 /// compares per side.
@@ -203,7 +203,9 @@ impl Recent {
         let (bound, memory) = match place {
             Place::Allocated(Allocation { memory: MemoryType::Device(device), .. }) => (len, device),
             Place::Allocated(_) => (len, Self::HOST),
-            Place::Unregistered => (usize::MAX, Self::UNREGISTERED),
+            // Ordinary host memory: any range that ends inside the address
+            // space (one that wraps past its end is the slow path's refusal).
+            Place::Unregistered => (usize::MAX - lo, Self::UNREGISTERED),
             Place::Freed(_) => (0, Self::UNREGISTERED),
         };
         Recent { lo, len, bound, memory, bucket, stamp }
@@ -415,7 +417,8 @@ impl Registry {
             return None;
         }
         // `bound - offset` cannot overflow: a live allocation's bound is its
-        // length, host memory's is unbounded, and freed memory's entry is
+        // length, host memory's reaches the address space's end (its entry
+        // is one byte wide, offset 0), and freed memory's entry is
         // one byte wide (offset 0). `bytes - 1`: an empty range is never
         // answered here (freed memory's bound of 0 would let it through).
         (bytes.wrapping_sub(1) < entry.bound - (addr - entry.lo)).then(|| entry.memory_type())
@@ -551,8 +554,10 @@ mod tests {
         assert_eq!(
             cached_sides_one(5000, 1 << 20),
             Some(MemoryType::Unregistered),
-            "ordinary host memory is not bounded"
+            "ordinary host memory is bounded by nothing but the address space"
         );
+        assert_eq!(cached_sides_one(5000, usize::MAX - 5000), Some(MemoryType::Unregistered), "up to its last byte");
+        assert_eq!(cached_sides_one(5000, usize::MAX - 4999), None, "a range that wraps takes the slow path");
         assert_eq!(cached_sides_one(7000, 1), None, "freed device memory is never answered from the cache");
         assert_eq!(cached_sides_one(7000, 0), None, "nor an empty range in it");
         assert_eq!(cached_sides_one(1050, 0), None, "empty ranges are never answered from the cache");

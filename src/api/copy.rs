@@ -56,6 +56,12 @@ fn classify_in_registry(
             XDAL_ERROR_INVALID_POINTER,
             "{role} {addr:#x} lies in device {device}'s memory but in no live allocation (freed already?)"
         ),
+        // A host range that wraps past the end of the address space can
+        // only be a wrong pointer or size: reading it would fault on a
+        // worker thread, long after the call returned.
+        Place::Unregistered if addr.checked_add(bytes).is_none() => {
+            bail!(XDAL_ERROR_INVALID_POINTER, "{bytes} bytes at {role} {addr:#x} run past the end of the address space")
+        }
         Place::Unregistered => Ok(MemoryType::Unregistered),
     }
 }

@@ -168,6 +168,13 @@ static void test_overrun_rejected(void) {
       /* Sizes that wrap the address space. */
       CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, COPY(d, h, SIZE_MAX, to_dev));
       CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, COPY(out, d + 8, SIZE_MAX - 4, to_host));
+      /* Host ranges that wrap past the end of the address space (since
+         1.2: before, they were copied, and faulted). */
+      unsigned char *top = (unsigned char *)(uintptr_t)(UINTPTR_MAX - 7);
+      CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, COPY(d, top, 16, to_dev));
+      CHECK_MESSAGE_NAMES(async ? "xdal_memcpy_async" : "xdal_memcpy");
+      CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, COPY(top, d, 16, to_host));
+      CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, COPY(out, top, 16, H2H));
     }
     CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, COPY(pin + 1, h, n, H2H));
     CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, COPY(out, pin + 1, n, H2H));
