@@ -7,7 +7,7 @@
 //! the front checks what can be checked (NULL, live handles, allocation
 //! ranges) before anything is dereferenced.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
-mod copy;
+pub(crate) mod copy;
 mod debug;
 mod device;
 mod event;

@@ -3,6 +3,7 @@
 //! run in one call; otherwise the front replays the nodes through the
 //! eager entries, without any of the checks they had at capture time.
 use super::node::Op;
+use super::reaches::Reaches;
 use super::GraphObj;
 use crate::backend::{call, Backend};
 use crate::error::{bail, XResult};
@@ -12,6 +13,14 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 use xdal_abi::*;
 
+/// What launches of one exec share, under one lock.
+struct Order {
+    /// The stream of the latest launch.
+    latest: Option<Arc<StreamObj>>,
+    /// The allocations the graph reaches, checked at each launch.
+    reaches: Reaches,
+}
+
 pub(crate) struct GraphExecObj {
     graph: Arc<GraphObj>,
     /// The backend's exec, or NULL for the front's replay.
@@ -19,7 +28,7 @@ pub(crate) struct GraphExecObj {
     /// The stream of the latest launch, and the event that hands the
     /// order on to a launch on another stream: two launches of one exec
     /// run one after the other, wherever they are launched.
-    order: Mutex<Option<Arc<StreamObj>>>,
+    order: Mutex<Order>,
     handoff: Arc<EventObj>,
     backend: &'static Backend,
 }
@@ -33,13 +42,14 @@ unsafe impl Sync for GraphExecObj {}
 impl GraphExecObj {
     /// Prepares `graph` for launches.
     pub fn instantiate(backend: &'static Backend, graph: Arc<GraphObj>) -> XResult<GraphExecObj> {
+        let reaches = Reaches::of(backend, &graph)?;
         let handoff = EventObj::create(backend, graph.device, XDAL_EVENT_DISABLE_TIMING)?;
         let mut native: xdal_backend_graph_exec_t = std::ptr::null_mut();
         if backend.table.graph_exec_create.is_some() {
             let nodes: Vec<xdal_backend_graph_node_t> = graph.nodes.iter().map(native_node).collect();
             call!(backend, graph_exec_create(graph.device.get(), nodes.as_ptr(), nodes.len(), &mut native))?;
         }
-        Ok(GraphExecObj { graph, native, order: Mutex::new(None), handoff, backend })
+        Ok(GraphExecObj { graph, native, order: Mutex::new(Order { latest: None, reaches }), handoff, backend })
     }
 
     /// Whether the backend runs it (else the front replays it node by node).
@@ -59,11 +69,12 @@ impl GraphExecObj {
             );
         }
         let mut order = self.order.lock().ignore_poison();
-        if let Some(previous) = order.as_ref().filter(|previous| !Arc::ptr_eq(previous, stream)) {
+        order.reaches.check(&self.graph)?;
+        if let Some(previous) = order.latest.as_ref().filter(|previous| !Arc::ptr_eq(previous, stream)) {
             crate::dispatch::event::record(backend, &self.handoff, previous)?;
             crate::dispatch::stream::wait_event(backend, stream, &self.handoff)?;
         }
-        *order = Some(stream.clone());
+        order.latest = Some(stream.clone());
         if !self.native.is_null() {
             return call!(backend, graph_exec_launch(self.native, stream.native));
         }

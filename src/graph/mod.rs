@@ -8,6 +8,7 @@ mod dump;
 pub(crate) mod exec;
 pub(crate) mod memory;
 pub(crate) mod node;
+mod reaches;
 
 pub(crate) use capture::Capture;
 
@@ -27,6 +28,12 @@ pub(crate) struct GraphObj {
 impl GraphObj {
     pub fn new(backend: &'static Backend, captured: capture::Captured) -> GraphObj {
         GraphObj { nodes: captured.nodes, device: captured.device, memory: captured.memory, backend }
+    }
+
+    /// Whether `addr` lies in memory the graph's capture allocated (the
+    /// graph's for its life).
+    pub fn owns(&self, addr: usize) -> bool {
+        self.memory.iter().any(|&(base, bytes)| addr.wrapping_sub(base) < bytes)
     }
 
     /// The graph in Graphviz's DOT language.

@@ -443,6 +443,72 @@ static void test_launch_checks(void) {
   CHECK_OK(xdal_stream_destroy(cap));
 }
 
+/* Memory a graph reaches that is freed after instantiation: each launch is
+   refused (nothing enqueued), also once the address is allocated again to
+   someone else; instantiating over freed memory is refused too. */
+static void test_launch_after_free_is_refused(void) {
+  xdal_stream_t s = NULL, cap = NULL;
+  REQUIRE_OK(xdal_stream_create(&s, XDAL_STREAM_NON_BLOCKING, 0));
+  REQUIRE_OK(xdal_stream_create(&cap, XDAL_STREAM_NON_BLOCKING, 0));
+  unsigned char *a = NULL, *b = NULL, host[256];
+  REQUIRE_OK(xdal_malloc((void **)&a, 256));
+  REQUIRE_OK(xdal_malloc((void **)&b, 256));
+  REQUIRE_OK(xdal_stream_begin_capture(cap, XDAL_CAPTURE_MODE_GLOBAL));
+  CHECK_OK(xdal_memset_async(a, 0x31, 256, cap));
+  CHECK_OK(xdal_memcpy_async(b, a, 256, XDAL_MEMCPY_DEVICE_TO_DEVICE, cap));
+  xdal_graph_t graph = NULL, again = NULL;
+  REQUIRE_OK(xdal_stream_end_capture(cap, &graph));
+  xdal_graph_exec_t exec = NULL, late = NULL;
+  REQUIRE_OK(xdal_graph_instantiate(&exec, graph));
+  CHECK_OK(xdal_graph_launch(exec, s));
+  CHECK_OK(xdal_stream_synchronize(s));
+  CHECK_OK(xdal_memcpy(host, b, sizeof host, XDAL_MEMCPY_DEVICE_TO_HOST));
+  CHECK_BYTES(host, sizeof host, 0x31);
+  /* Freeing other memory changes nothing. */
+  void *other = NULL;
+  REQUIRE_OK(xdal_malloc(&other, 256));
+  CHECK_OK(xdal_free(other));
+  CHECK_OK(xdal_graph_launch(exec, s));
+  CHECK_OK(xdal_free(a));
+  CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, xdal_graph_launch(exec, s));
+  CHECK_MESSAGE_NAMES("xdal_graph_launch");
+  char message[512] = "";
+  size_t needed = 0;
+  xdal_get_last_error_message(message, sizeof message, &needed);
+  CHECK_MSG(strstr(message, "freed") != NULL, "the message does not say the memory was freed: %s", message);
+  /* The same size again, maybe at the same address: still not the
+     graph's memory, and nothing of the refused launches ran. */
+  unsigned char *a2 = NULL;
+  REQUIRE_OK(xdal_memset(b, 0, 256));
+  REQUIRE_OK(xdal_malloc((void **)&a2, 256));
+  REQUIRE_OK(xdal_memset(a2, 0x77, 256));
+  CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, xdal_graph_launch(exec, s));
+  CHECK_OK(xdal_stream_synchronize(s));
+  CHECK_OK(xdal_memcpy(host, a2, sizeof host, XDAL_MEMCPY_DEVICE_TO_HOST));
+  CHECK_BYTES(host, sizeof host, 0x77);
+  CHECK_OK(xdal_memcpy(host, b, sizeof host, XDAL_MEMCPY_DEVICE_TO_HOST));
+  CHECK_BYTES(host, sizeof host, 0);
+  /* A new exec of the same graph: its memory is gone. */
+  if (a2 != a) CHECK_STATUS(XDAL_ERROR_INVALID_POINTER, xdal_graph_instantiate(&late, graph));
+  CHECK_OK(xdal_graph_exec_destroy(exec));
+  CHECK_OK(xdal_graph_destroy(graph));
+  /* A graph over live memory still runs. */
+  REQUIRE_OK(xdal_stream_begin_capture(cap, XDAL_CAPTURE_MODE_GLOBAL));
+  CHECK_OK(xdal_memset_async(a2, 0x42, 256, cap));
+  REQUIRE_OK(xdal_stream_end_capture(cap, &again));
+  REQUIRE_OK(xdal_graph_instantiate(&late, again));
+  CHECK_OK(xdal_graph_launch(late, s));
+  CHECK_OK(xdal_stream_synchronize(s));
+  CHECK_OK(xdal_memcpy(host, a2, sizeof host, XDAL_MEMCPY_DEVICE_TO_HOST));
+  CHECK_BYTES(host, sizeof host, 0x42);
+  CHECK_OK(xdal_graph_exec_destroy(late));
+  CHECK_OK(xdal_graph_destroy(again));
+  CHECK_OK(xdal_free(a2));
+  CHECK_OK(xdal_free(b));
+  CHECK_OK(xdal_stream_destroy(s));
+  CHECK_OK(xdal_stream_destroy(cap));
+}
+
 /* A replayed host node is a host function: a wait inside it for the
    stream replaying it is refused, not hung. */
 static xdal_stream_t replay_stream;
@@ -479,6 +545,7 @@ static const harness_test_t tests[] = {
     HARNESS_TEST(test_capture_modes),
     HARNESS_TEST(test_memory_nodes),
     HARNESS_TEST(test_launch_checks),
+    HARNESS_TEST(test_launch_after_free_is_refused),
     HARNESS_TEST(test_a_replayed_host_node_that_waits_is_refused_not_hung),
 };
 
