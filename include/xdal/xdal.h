@@ -1311,8 +1311,10 @@ xdal_status_t xdal_stream_get_device(xdal_stream_t stream, int *device);
 /**
  * Enqueues `fn(user_data)` on the stream: it runs once, after all earlier
  * work of the stream, before any later work. It must not call xdal
- * functions that wait (synchronize, blocking copies): from inside it they
- * return `XDAL_ERROR_NOT_SUPPORTED` instead of waiting for themselves.
+ * functions that wait (synchronize, blocking copies, `xdal_free`,
+ * destroying a graph that owns memory, `xdal_free_async` on a backend
+ * without stream-ordered frees): from inside it they return
+ * `XDAL_ERROR_NOT_SUPPORTED` instead of waiting for themselves.
  */
 xdal_status_t xdal_launch_host_func(xdal_stream_t stream, xdal_host_fn_t func, void *user_data);
 

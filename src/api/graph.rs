@@ -123,6 +123,9 @@ pub extern "C" fn xdal_graph_launch(exec: xdal_graph_exec_t, stream: xdal_stream
 #[no_mangle]
 pub extern "C" fn xdal_graph_exec_destroy(exec: xdal_graph_exec_t) -> xdal_status_t {
     boundary(c"xdal_graph_exec_destroy", || {
+        if self::exec(exec)?.graph_owns_memory() {
+            crate::threads::refuse_wait_in_callback("xdal_graph_exec_destroy of a graph with memory of its own")?;
+        }
         EXECS.remove(exec as usize).map(drop).ok_or_else(|| {
             err!(XDAL_ERROR_INVALID_HANDLE, "{exec:p} is not a live graph exec (destroyed, or not a graph exec handle)")
         })
@@ -134,6 +137,10 @@ pub extern "C" fn xdal_graph_exec_destroy(exec: xdal_graph_exec_t) -> xdal_statu
 #[no_mangle]
 pub extern "C" fn xdal_graph_destroy(graph: xdal_graph_t) -> xdal_status_t {
     boundary(c"xdal_graph_destroy", || {
+        // Giving a graph's memory back waits for the device's work.
+        if self::graph(graph)?.owns_memory() {
+            crate::threads::refuse_wait_in_callback("xdal_graph_destroy of a graph with memory of its own")?;
+        }
         GRAPHS.remove(graph as usize).map(drop).ok_or_else(|| {
             err!(XDAL_ERROR_INVALID_HANDLE, "{graph:p} is not a live graph (destroyed, or not a graph handle)")
         })

@@ -95,6 +95,8 @@ pub extern "C" fn xdal_free(ptr: *mut c_void) -> xdal_status_t {
             return Ok(());
         }
         capture::check_unsafe_call("xdal_free")?;
+        // It waits for the device's work (below); xdal_free_async does not.
+        crate::threads::refuse_wait_in_callback("xdal_free (xdal_free_async does not wait)")?;
         refuse_graph_memory(ptr)?;
         let Some(allocation) = REGISTRY.remove_if(ptr as usize, is_device) else {
             return Err(not_freeable(backend, ptr, MemoryType::Device(0)));

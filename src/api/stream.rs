@@ -150,8 +150,10 @@ pub extern "C" fn xdal_stream_get_device(stream: xdal_stream_t, device: *mut c_i
 
 /// Enqueues `fn(user_data)` on the stream: it runs once, after all earlier
 /// work of the stream, before any later work. It must not call xdal
-/// functions that wait (synchronize, blocking copies): from inside it they
-/// return `XDAL_ERROR_NOT_SUPPORTED` instead of waiting for themselves.
+/// functions that wait (synchronize, blocking copies, `xdal_free`,
+/// destroying a graph that owns memory, `xdal_free_async` on a backend
+/// without stream-ordered frees): from inside it they return
+/// `XDAL_ERROR_NOT_SUPPORTED` instead of waiting for themselves.
 #[no_mangle]
 pub extern "C" fn xdal_launch_host_func(
     stream: xdal_stream_t,

@@ -132,6 +132,9 @@ pub(crate) fn free_async(
     if backend.table.mem_alloc_async.is_some() {
         return call!(backend, mem_free_async(device, ptr, stream.native));
     }
+    crate::threads::refuse_wait_in_callback(
+        "xdal_free_async (this backend has no stream-ordered free: it waits for the stream)",
+    )?;
     call!(backend, stream_synchronize(stream.native))?;
     call!(backend, mem_free(device, ptr))
 }

@@ -52,6 +52,11 @@ impl GraphExecObj {
         Ok(GraphExecObj { graph, native, order: Mutex::new(Order { latest: None, reaches }), handoff, backend })
     }
 
+    /// Whether its graph allocated memory of its own (see `GraphObj::owns_memory`).
+    pub fn graph_owns_memory(&self) -> bool {
+        self.graph.owns_memory()
+    }
+
     /// Whether the backend runs it (else the front replays it node by node).
     pub fn is_native(&self) -> bool {
         !self.native.is_null()

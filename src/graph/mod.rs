@@ -36,6 +36,12 @@ impl GraphObj {
         self.memory.iter().any(|&(base, bytes)| addr.wrapping_sub(base) < bytes)
     }
 
+    /// Whether its capture allocated memory, which it gives back (waiting
+    /// for the device's work) when it goes.
+    pub fn owns_memory(&self) -> bool {
+        !self.memory.is_empty()
+    }
+
     /// The graph in Graphviz's DOT language.
     pub fn dot(&self) -> String {
         dump::dot(self)

@@ -543,6 +543,33 @@ static void test_a_replayed_host_node_that_waits_is_refused_not_hung(void) {
   CHECK_OK(xdal_stream_destroy(replay_stream));
 }
 
+/* Destroying a graph that owns memory gives the memory back, which waits
+   for the device's work: refused inside a host function, not hung. */
+static xdal_graph_t owning_graph;
+static _Atomic xdal_status_t destroy_inside = XDAL_SUCCESS;
+
+static void destroying_host_fn(void *arg) {
+  (void)arg;
+  atomic_store(&destroy_inside, xdal_graph_destroy(owning_graph));
+}
+
+static void test_destroying_a_graph_with_memory_in_a_host_function_is_refused(void) {
+  xdal_stream_t s = NULL, cap = NULL;
+  REQUIRE_OK(xdal_stream_create(&s, XDAL_STREAM_NON_BLOCKING, 0));
+  REQUIRE_OK(xdal_stream_create(&cap, XDAL_STREAM_NON_BLOCKING, 0));
+  REQUIRE_OK(xdal_stream_begin_capture(cap, XDAL_CAPTURE_MODE_GLOBAL));
+  void *scratch = NULL;
+  CHECK_OK(xdal_malloc_async(&scratch, 256, cap));
+  CHECK_OK(xdal_memset_async(scratch, 1, 256, cap));
+  REQUIRE_OK(xdal_stream_end_capture(cap, &owning_graph));
+  CHECK_OK(xdal_launch_host_func(s, destroying_host_fn, NULL));
+  CHECK_OK(xdal_stream_synchronize(s));
+  CHECK_EQ(atomic_load(&destroy_inside), XDAL_ERROR_NOT_SUPPORTED);
+  CHECK_OK(xdal_graph_destroy(owning_graph)); /* outside: fine */
+  CHECK_OK(xdal_stream_destroy(s));
+  CHECK_OK(xdal_stream_destroy(cap));
+}
+
 static const harness_test_t tests[] = {
     HARNESS_TEST(test_capture_records_and_replays),
     HARNESS_TEST(test_kernels_are_captured),
@@ -554,6 +581,7 @@ static const harness_test_t tests[] = {
     HARNESS_TEST(test_launch_checks),
     HARNESS_TEST(test_launch_after_free_is_refused),
     HARNESS_TEST(test_a_replayed_host_node_that_waits_is_refused_not_hung),
+    HARNESS_TEST(test_destroying_a_graph_with_memory_in_a_host_function_is_refused),
 };
 
 HARNESS_MAIN(tests)

@@ -394,7 +394,8 @@ static void test_launch_host_func_null(void) {
 typedef struct {
   xdal_stream_t own;
   xdal_event_t later;
-  xdal_status_t stream_sync, event_sync, device_sync, copy;
+  xdal_status_t stream_sync, event_sync, device_sync, copy, free, free_async;
+  void *to_free, *to_free_async;
   int explained;
 } waits_inside_t;
 
@@ -408,6 +409,10 @@ static void waiting_host_fn(void *arg) {
   w->device_sync = xdal_device_synchronize();
   int from = 7, to = 0;
   w->copy = xdal_memcpy(&to, &from, sizeof from, XDAL_MEMCPY_HOST_TO_HOST);
+  /* xdal_free waits for the device's work; xdal_free_async waits only on
+     a backend without stream-ordered frees. */
+  w->free = xdal_free(w->to_free);
+  w->free_async = xdal_free_async(w->to_free_async, w->own);
 }
 
 /* A host function must not wait for stream work: its own stream cannot
@@ -419,6 +424,8 @@ static void test_a_host_function_that_waits_is_refused_not_hung(void) {
   memset(&w, 0, sizeof w);
   REQUIRE_OK(xdal_stream_create(&w.own, XDAL_STREAM_DEFAULT, 0));
   REQUIRE_OK(xdal_event_create(&w.later, XDAL_EVENT_DEFAULT));
+  REQUIRE_OK(xdal_malloc(&w.to_free, 256));
+  REQUIRE_OK(xdal_malloc(&w.to_free_async, 256));
   CHECK_OK(xdal_launch_host_func(w.own, waiting_host_fn, &w));
   CHECK_OK(xdal_event_record(w.later, w.own)); /* a point behind the host function */
   CHECK_OK(xdal_stream_synchronize(w.own));
@@ -427,8 +434,13 @@ static void test_a_host_function_that_waits_is_refused_not_hung(void) {
   CHECK_EQ(w.event_sync, XDAL_ERROR_NOT_SUPPORTED);
   CHECK_EQ(w.device_sync, XDAL_ERROR_NOT_SUPPORTED);
   CHECK_EQ(w.copy, XDAL_ERROR_NOT_SUPPORTED);
+  CHECK_EQ(w.free, XDAL_ERROR_NOT_SUPPORTED);
+  CHECK_MSG(w.free_async == XDAL_SUCCESS || w.free_async == XDAL_ERROR_NOT_SUPPORTED,
+            "xdal_free_async in a host function returned %s", xdal_status_string(w.free_async));
   /* Outside a host function the same calls work, and the stream has no
      error from it. */
+  CHECK_OK(xdal_free(w.to_free));
+  if (w.free_async != XDAL_SUCCESS) CHECK_OK(xdal_free_async(w.to_free_async, w.own));
   CHECK_OK(xdal_event_synchronize(w.later));
   CHECK_OK(xdal_launch_host_func(w.own, noop_host_fn, NULL));
   CHECK_OK(xdal_stream_synchronize(w.own));
