@@ -32,6 +32,10 @@ pub(crate) struct StreamObj {
     pub capturing: AtomicBool,
     /// The capture, while `capturing`.
     pub capture: Mutex<Option<Arc<Capture>>>,
+    /// Set (under `capture`'s lock) when the handle is destroyed: no
+    /// capture may begin on the stream or take it in after that, since
+    /// nothing could end it.
+    pub closed: AtomicBool,
     backend: &'static Backend,
 }
 
@@ -67,6 +71,7 @@ impl StreamObj {
             fallback_error: Mutex::new(None),
             capturing: AtomicBool::new(false),
             capture: Mutex::new(None),
+            closed: AtomicBool::new(false),
             backend,
         }))
     }

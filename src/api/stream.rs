@@ -69,7 +69,7 @@ pub extern "C" fn xdal_stream_destroy(stream: xdal_stream_t) -> xdal_status_t {
             bail!(XDAL_ERROR_INVALID_HANDLE, "the default stream (NULL) cannot be destroyed");
         }
         if let Some(object) = STREAMS.get(stream as usize) {
-            capture::check_stream_wait(&object, "xdal_stream_destroy of a capturing stream")?;
+            capture::close(&object, "xdal_stream_destroy of a capturing stream")?;
         }
         if STREAMS.remove(stream as usize).is_some() {
             return Ok(());

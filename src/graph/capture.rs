@@ -145,6 +145,9 @@ pub(crate) fn begin(stream: &Arc<StreamObj>, mode: xdal_capture_mode) -> XResult
     if let Some(capture) = slot.as_ref() {
         bail!(XDAL_ERROR_INVALID_VALUE, "the stream already takes part in capture #{}", capture.id);
     }
+    if stream.closed.load(Acquire) {
+        bail!(XDAL_ERROR_INVALID_HANDLE, "the stream was destroyed (by another thread, during this call)");
+    }
     let capture = Arc::new(Capture {
         id: NEXT_ID.fetch_add(1, Relaxed),
         mode,
@@ -279,6 +282,12 @@ fn wait_event_captured(backend: &'static Backend, stream: &Arc<StreamObj>, event
                 return Err(capture.refuse("joining a stream of another device"));
             }
             let mut state = capture.state.lock().ignore_poison();
+            if state.ended {
+                // The capture ended since the event's point was read: the
+                // event is one recorded in a capture that is over, which
+                // the stream does not wait for (it never ran).
+                return Ok(true);
+            }
             ensure_valid(&capture, &state)?;
             let key = stream_key(stream);
             if let Some(tail) = state.tails.get_mut(&key) {
@@ -289,11 +298,25 @@ fn wait_event_captured(backend: &'static Backend, stream: &Arc<StreamObj>, event
                 }
                 return Ok(true);
             }
-            // Fork: the stream joins the capture from the event's point.
+            // Fork: the stream joins the capture from the event's point,
+            // unless it was destroyed or began a capture of its own since
+            // `own` was read (the stream's slot decides, under its lock;
+            // the capture's lock is held, so the capture cannot end first).
+            let mut slot = stream.capture.lock().ignore_poison();
+            if stream.closed.load(Acquire) {
+                drop(slot);
+                drop(state);
+                return Err(capture.refuse("joining a stream that was destroyed meanwhile"));
+            }
+            if let Some(other) = slot.as_ref().filter(|other| !Arc::ptr_eq(other, &capture)) {
+                let other = other.id;
+                drop(slot);
+                drop(state);
+                return Err(capture.refuse(&format!("joining a stream that began capture #{other} meanwhile")));
+            }
             state.tails.insert(key, frontier);
             state.streams.push(stream.clone());
-            drop(state);
-            *stream.capture.lock().ignore_poison() = Some(capture);
+            *slot = Some(Arc::clone(&capture));
             stream.capturing.store(true, Release);
             Ok(true)
         }
@@ -401,6 +424,20 @@ pub(crate) fn check_device_wait(device: DeviceIndex, what: &str) -> XResult<()> 
         Some(capture) => Err(capture.refuse(what)),
         None => Ok(()),
     }
+}
+
+/// Closes `stream` for captures as its handle is destroyed: refused (and
+/// the capture invalidated) while it takes part in one, so that no capture
+/// is left that nobody can end.
+pub(crate) fn close(stream: &StreamObj, what: &str) -> XResult<()> {
+    let slot = stream.capture.lock().ignore_poison();
+    if let Some(capture) = slot.as_ref() {
+        let capture = Arc::clone(capture);
+        drop(slot);
+        return Err(capture.refuse(what));
+    }
+    stream.closed.store(true, Release);
+    Ok(())
 }
 
 /// Refuses a synchronous or querying call on a capturing stream.
