@@ -57,4 +57,15 @@ static inline char *run_child(const char *test, const char *strip, const char *c
   return text;
 }
 
+/* Makes an empty temporary file from the mkstemp template `path` (changed
+   in place) and writes "<name>=<path>" into `env`, for a child's
+   environment. Returns 0 if the file could not be made. */
+static inline int temp_file_variable(char *path, const char *name, char *env, size_t env_len) {
+  int fd = mkstemp(path);
+  if (!CHECK(fd >= 0)) return 0;
+  close(fd);
+  snprintf(env, env_len, "%s=%s", name, path);
+  return 1;
+}
+
 #endif /* XDAL_CONFORMANCE_CHILD_H */

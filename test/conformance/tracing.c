@@ -373,12 +373,8 @@ static void test_traced_child(void) {
    C library has destroyed the exiting thread's thread-locals, which the
    synchronization had used). */
 static void test_trace_file_at_exit(void) {
-  char path[] = "/tmp/xdal-trace-at-exit-XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  char trace_env[64];
-  snprintf(trace_env, sizeof trace_env, "XDAL_TRACE=%s", path);
+  char path[] = "/tmp/xdal-trace-at-exit-XXXXXX", trace_env[64];
+  REQUIRE(temp_file_variable(path, "XDAL_TRACE", trace_env, sizeof trace_env));
   const char *const env[] = {"XDAL_TRACE_TEST_CHILD=1", trace_env};
   char *text = run_child("test_traced_child", "XDAL_TRACE", env, 2);
   if (text != NULL) {
