@@ -1339,7 +1339,10 @@ xdal_status_t xdal_tracer_flush(xdal_tracer_t tracer);
 
 /**
  * Since 1.2. Flushes, then destroys a tracer: its callbacks are not
- * called once this returns.
+ * called once this returns, on any thread (it waits for those under way
+ * on other threads, so its user data may be freed then). A callback may
+ * destroy its own tracer; one that waits for the destroying thread
+ * deadlocks.
  */
 xdal_status_t xdal_tracer_destroy(xdal_tracer_t tracer);
 

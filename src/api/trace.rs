@@ -50,14 +50,20 @@ pub extern "C" fn xdal_tracer_flush(tracer: xdal_tracer_t) -> xdal_status_t {
 }
 
 /// Since 1.2. Flushes, then destroys a tracer: its callbacks are not
-/// called once this returns.
+/// called once this returns, on any thread (it waits for those under way
+/// on other threads, so its user data may be freed then). A callback may
+/// destroy its own tracer; one that waits for the destroying thread
+/// deadlocks.
 #[no_mangle]
 pub extern "C" fn xdal_tracer_destroy(tracer: xdal_tracer_t) -> xdal_status_t {
     boundary(c"xdal_tracer_destroy", || {
-        TRACERS.get(tracer as usize).ok_or_else(|| not_a_tracer(tracer))?;
+        let object = TRACERS.get(tracer as usize).ok_or_else(|| not_a_tracer(tracer))?;
         crate::trace::flush();
         TRACERS.remove(tracer as usize).ok_or_else(|| not_a_tracer(tracer))?;
         crate::trace::tracers_changed();
+        // Other threads may still be in its callbacks, or about to start
+        // one from a list taken before the change.
+        object.retire();
         Ok(())
     })
 }

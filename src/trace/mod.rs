@@ -10,7 +10,7 @@ use crate::handles::HandleTable;
 use crate::lock::IgnorePoison;
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex};
 use xdal_abi::*;
 
@@ -20,6 +20,17 @@ pub(crate) struct TracerObj {
     activity: xdal_activity_callback_t,
     user_data: usize,
     mask: u64,
+    /// Cleared by `xdal_tracer_destroy`: no callback starts after that.
+    live: AtomicBool,
+    /// Its callbacks under way, on every thread: `retire` waits for them,
+    /// since its creator may free the user data once destroy returns.
+    running: AtomicUsize,
+}
+
+thread_local! {
+    /// The tracers whose callbacks the thread is inside (a callback may
+    /// destroy its own tracer: `retire` does not wait for those).
+    static INSIDE: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
 }
 
 impl TracerObj {
@@ -29,6 +40,34 @@ impl TracerObj {
             activity: desc.activity,
             user_data: desc.user_data as usize,
             mask: if desc.activity_mask == 0 { u64::MAX } else { desc.activity_mask },
+            live: AtomicBool::new(true),
+            running: AtomicUsize::new(0),
+        }
+    }
+
+    /// Runs one of its callbacks, unless the tracer was destroyed.
+    fn call(&self, callback: impl FnOnce()) {
+        // SeqCst on both sides (here and in `retire`): either this count is
+        // seen by `retire`, which then waits, or the cleared flag is seen
+        // here, and nothing is called.
+        self.running.fetch_add(1, SeqCst);
+        if self.live.load(SeqCst) {
+            let me = self as *const TracerObj as usize;
+            let _ = INSIDE.try_with(|inside| inside.borrow_mut().push(me));
+            callback();
+            let _ = INSIDE.try_with(|inside| inside.borrow_mut().pop());
+        }
+        self.running.fetch_sub(1, Release);
+    }
+
+    /// Stops its callbacks: returns once none is under way on another
+    /// thread (those of the calling thread are the ones it is inside).
+    pub fn retire(&self) {
+        self.live.store(false, SeqCst);
+        let me = self as *const TracerObj as usize;
+        let own = INSIDE.try_with(|inside| inside.borrow().iter().filter(|&&t| t == me).count()).unwrap_or(0);
+        while self.running.load(SeqCst) > own {
+            std::thread::yield_now();
         }
     }
 
@@ -188,7 +227,7 @@ pub(crate) fn end(function: &'static CStr, status: xdal_status_t) {
             if let Some(api) = tracer.api {
                 // SAFETY: the callback and its user data are the tracer
                 // creator's; the record is valid during the call.
-                unsafe { api(tracer.user_data as *mut c_void, &record) };
+                tracer.call(|| unsafe { api(tracer.user_data as *mut c_void, &record) });
             }
         }
     });
@@ -212,7 +251,7 @@ fn deliver_records(records: &[xdal_activity_t], origins: &[activity::Origin]) {
         if !wanted.is_empty() {
             // SAFETY: the tracer creator's callback; the records (and the
             // names they point to) are valid during the call.
-            unsafe { callback(tracer.user_data as *mut c_void, wanted.as_ptr(), wanted.len()) };
+            tracer.call(|| unsafe { callback(tracer.user_data as *mut c_void, wanted.as_ptr(), wanted.len()) });
         }
     }
     chrome::activities(records, origins);

@@ -283,6 +283,58 @@ static void test_external_ids(void) {
   free(c);
 }
 
+/* After xdal_tracer_destroy returns, no callback of the tracer runs, on
+   any thread: its creator may free the user data then. A second thread
+   makes calls whose slow API callback checks the data is still there. */
+typedef struct {
+  atomic_int freed, calls, late;
+} destroyed_data_t;
+
+static atomic_int keep_calling;
+
+static void slow_api_callback(void *user_data, const xdal_api_record_t *record) {
+  (void)record;
+  destroyed_data_t *data = user_data;
+  atomic_fetch_add(&data->calls, 1);
+  sleep_ms(1);
+  if (atomic_load(&data->freed)) atomic_fetch_add(&data->late, 1);
+}
+
+static void *calling_thread(void *arg) {
+  (void)arg;
+  while (atomic_load(&keep_calling)) {
+    int count = 0;
+    xdal_device_get_count(&count);
+  }
+  return NULL;
+}
+
+static void test_destroy_waits_for_callbacks_on_other_threads(void) {
+  static destroyed_data_t data;
+  for (int round = 0; round < 20; round++) {
+    atomic_store(&data.freed, 0);
+    xdal_tracer_desc_t desc;
+    memset(&desc, 0, sizeof desc);
+    desc.struct_size = sizeof desc;
+    desc.api = slow_api_callback;
+    desc.user_data = &data;
+    xdal_tracer_t tracer = NULL;
+    REQUIRE_OK(xdal_tracer_create(&tracer, &desc));
+    atomic_store(&keep_calling, 1);
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, calling_thread, NULL) == 0);
+    sleep_ms(3);
+    CHECK_OK(xdal_tracer_destroy(tracer));
+    atomic_store(&data.freed, 1); /* what a caller does once destroy returns */
+    sleep_ms(3);
+    atomic_store(&keep_calling, 0);
+    pthread_join(thread, NULL);
+  }
+  CHECK_MSG(atomic_load(&data.calls) > 0, "the callback was never called");
+  CHECK_MSG(atomic_load(&data.late) == 0, "%d callbacks ran after xdal_tracer_destroy returned",
+            atomic_load(&data.late));
+}
+
 static void test_clock_and_bad_arguments(void) {
   struct timespec ts;
   uint64_t a = 0, b = 0;
@@ -410,6 +462,7 @@ static const harness_test_t tests[] = {
     HARNESS_TEST(test_masks_and_two_tracers),
     HARNESS_TEST(test_external_ids),
     HARNESS_TEST(test_clock_and_bad_arguments),
+    HARNESS_TEST(test_destroy_waits_for_callbacks_on_other_threads),
     HARNESS_TEST(test_trace_file),
     HARNESS_TEST(test_trace_file_at_exit),
     HARNESS_TEST(test_traced_child),
