@@ -206,7 +206,14 @@ impl<T> HandleTable<T> {
         }) else {
             return;
         };
-        self.allocator().free.push(index);
+        // A slot whose generations are used up is never handed out again:
+        // its next object would get the handle of its first, and a handle
+        // kept from then would name it. (Reuse is last-in first-out, so a
+        // program that creates and destroys one object in a loop meets this
+        // after 2^24 rounds; a retired slot costs 64 bytes.)
+        if generation_of(next) != 0 {
+            self.allocator().free.push(index);
+        }
         // Dropped last, outside the lock: it may call into the backend.
         drop(value);
     }
@@ -330,6 +337,27 @@ mod tests {
         assert_eq!(again & slot_mask, handle & slot_mask, "the freed slot is reused");
         assert!(TABLE.get(handle).is_none(), "with a new generation");
         assert!(TABLE.remove(reused).is_some() && TABLE.remove(again).is_some());
+        assert_eq!(drops.load(SeqCst), 3);
+    }
+
+    #[test]
+    fn a_slot_is_retired_before_its_generation_wraps() {
+        static TABLE: HandleTable<Tracked> = HandleTable::new(0xA1F3);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let first = TABLE.insert(Tracked::new(&drops)).unwrap();
+        let slot_mask = usize::try_from(INDEX_MASK).unwrap();
+        let index = u32::try_from(first & slot_mask).unwrap();
+        assert!(TABLE.remove(first).is_some());
+        // Skip to the last generation (as 2^24 - 1 rounds would).
+        let slot = TABLE.slot(index).unwrap();
+        slot.state.store(GENERATION_MASK << GENERATION_SHIFT, SeqCst);
+        let last = TABLE.insert(Tracked::new(&drops)).unwrap();
+        assert_eq!(last & slot_mask, first & slot_mask, "the slot is reused up to its last generation");
+        assert!(TABLE.remove(last).is_some());
+        let after = TABLE.insert(Tracked::new(&drops)).unwrap();
+        assert_ne!(after & slot_mask, first & slot_mask, "then retired");
+        assert!(TABLE.get(first).is_none(), "the first handle names nothing");
+        assert!(TABLE.remove(after).is_some());
         assert_eq!(drops.load(SeqCst), 3);
     }
 
