@@ -57,13 +57,11 @@ static inline char *run_child(const char *test, const char *strip, const char *c
   return text;
 }
 
-/* Makes an empty temporary file from the mkstemp template `path` (changed
-   in place) and writes "<name>=<path>" into `env`, for a child's
-   environment. Returns 0 if the file could not be made. */
-static inline int temp_file_variable(char *path, const char *name, char *env, size_t env_len) {
-  int fd = mkstemp(path);
-  if (!CHECK(fd >= 0)) return 0;
-  close(fd);
+/* Makes an empty temporary file (its path to `path`) and writes
+   "<name>=<path>" into `env`, for a child's environment. Returns 0 if the
+   file could not be made. */
+static inline int temp_file_variable(char *path, size_t size, const char *name, char *env, size_t env_len) {
+  if (!temp_file(path, size, "", 0)) return 0;
   snprintf(env, env_len, "%s=%s", name, path);
   return 1;
 }

@@ -7,8 +7,6 @@
 #include "harness.h"
 #include "kernels_common.h"
 
-#include <sys/stat.h>
-
 static void fill_host(void *user_data) { atomic_fetch_add((atomic_int *)user_data, 1); }
 
 static xdal_capture_status_t capture_status(xdal_stream_t s) {
@@ -230,8 +228,7 @@ static void test_fork_and_join(void) {
   CHECK_STATUS(XDAL_ERROR_NULL_POINTER, xdal_graph_debug_dump(graph, NULL));
   /* A FIFO nobody reads: refused at once, not waited on for a reader. */
   char fifo[512];
-  snprintf(fifo, sizeof fifo, "/tmp/xdal-conformance-dump-fifo-%ld", (long)getpid());
-  if (CHECK(mkfifo(fifo, 0600) == 0)) {
+  if (temp_fifo(fifo, sizeof fifo)) {
     CHECK_STATUS(XDAL_ERROR_INVALID_VALUE, xdal_graph_debug_dump(graph, fifo));
     CHECK_MESSAGE_NAMES("xdal_graph_debug_dump");
     unlink(fifo);

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
@@ -168,6 +169,27 @@ static inline double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A temporary file holding `len` bytes of `data`, in $TMPDIR (else /tmp);
+   its path goes to `path`. */
+static inline int temp_file(char *path, size_t size, const void *data, size_t len) {
+  const char *dir = getenv("TMPDIR");
+  if (dir == NULL || *dir == '\0') dir = "/tmp";
+  snprintf(path, size, "%s/xdal-conformance-XXXXXX", dir);
+  int fd = mkstemp(path);
+  if (!CHECK_MSG(fd >= 0, "mkstemp(%s) failed", path)) return 0;
+  ssize_t written = len ? write(fd, data, len) : 0;
+  close(fd);
+  return CHECK_MSG(written == (ssize_t)len, "writing %s failed", path);
+}
+
+/* A FIFO nobody reads (for paths xdal must not wait on), made where
+   temp_file makes files; its path goes to `path`. Remove it with unlink. */
+static inline int temp_fifo(char *path, size_t size) {
+  if (!temp_file(path, size, "", 0)) return 0;
+  unlink(path); /* the unique name, now for a FIFO */
+  return CHECK_MSG(mkfifo(path, 0600) == 0, "mkfifo(%s) failed", path);
 }
 
 /* 1 when the running backend is the fake one (fake-only expectations). */

@@ -13,8 +13,6 @@
 
 #include "kernels_common.h"
 
-#include <sys/stat.h>
-
 /* --- A backend without kernels ---------------------------------------------- */
 
 static void test_not_supported_backend(void) {
@@ -90,8 +88,7 @@ static void test_module_load_errors(void) {
   /* Paths that are no regular files are refused before they are opened:
      a FIFO's open would wait for a writer, /dev/zero would never end. */
   char fifo_path[512];
-  snprintf(fifo_path, sizeof fifo_path, "%s/xdal-conformance-fifo-%ld", dir && *dir ? dir : "/tmp", (long)getpid());
-  if (CHECK(mkfifo(fifo_path, 0600) == 0)) {
+  if (temp_fifo(fifo_path, sizeof fifo_path)) {
     CHECK_STATUS(XDAL_ERROR_INVALID_VALUE, xdal_module_load(&m, fifo_path));
     check_message_says_why("xdal_module_load");
     unlink(fifo_path);

@@ -109,18 +109,6 @@ static inline unsigned char *read_module_file(size_t *size) {
   return bytes;
 }
 
-/* A temporary file holding `len` bytes of `data`; its path goes to `path`. */
-static inline int temp_file(char *path, size_t size, const void *data, size_t len) {
-  const char *dir = getenv("TMPDIR");
-  if (dir == NULL || *dir == '\0') dir = "/tmp";
-  snprintf(path, size, "%s/xdal-conformance-XXXXXX", dir);
-  int fd = mkstemp(path);
-  if (!CHECK_MSG(fd >= 0, "mkstemp(%s) failed", path)) return 0;
-  ssize_t written = len ? write(fd, data, len) : 0;
-  close(fd);
-  return CHECK_MSG(written == (ssize_t)len, "writing %s failed", path);
-}
-
 static inline xdal_device_properties_t device_props(void) {
   xdal_device_properties_t props;
   memset(&props, 0, sizeof props);

@@ -91,8 +91,8 @@ static void test_exiting_child(void) {
 
 static void test_calls_at_exit(void) {
   static const char *const plain[] = {"XDAL_EXIT_TEST_CHILD=1"};
-  char trace[] = "/tmp/xdal-exit-trace-XXXXXX", trace_env[64];
-  REQUIRE(temp_file_variable(trace, "XDAL_TRACE", trace_env, sizeof trace_env));
+  char trace[512], trace_env[600];
+  REQUIRE(temp_file_variable(trace, sizeof trace, "XDAL_TRACE", trace_env, sizeof trace_env));
   const char *const watched[] = {"XDAL_EXIT_TEST_CHILD=1", "XDAL_VALIDATE=1", trace_env};
   const struct {
     const char *name;

@@ -8,8 +8,6 @@
 
 #include "child.h"
 
-#include <sys/stat.h>
-
 #define MAX_RECORDS 4096
 
 typedef struct api_seen {
@@ -425,8 +423,8 @@ static void test_traced_child(void) {
    C library has destroyed the exiting thread's thread-locals, which the
    synchronization had used). */
 static void test_trace_file_at_exit(void) {
-  char path[] = "/tmp/xdal-trace-at-exit-XXXXXX", trace_env[64];
-  REQUIRE(temp_file_variable(path, "XDAL_TRACE", trace_env, sizeof trace_env));
+  char path[512], trace_env[600];
+  REQUIRE(temp_file_variable(path, sizeof path, "XDAL_TRACE", trace_env, sizeof trace_env));
   const char *const env[] = {"XDAL_TRACE_TEST_CHILD=1", trace_env};
   char *text = run_child("test_traced_child", "XDAL_TRACE", env, 2);
   if (text != NULL) {
@@ -442,8 +440,7 @@ static void test_trace_file_at_exit(void) {
    on stderr that the file could not be written. */
 static void test_trace_file_fifo_without_reader(void) {
   char fifo[512];
-  snprintf(fifo, sizeof fifo, "/tmp/xdal-trace-fifo-%ld", (long)getpid());
-  REQUIRE(mkfifo(fifo, 0600) == 0);
+  REQUIRE(temp_fifo(fifo, sizeof fifo));
   char trace_env[600];
   snprintf(trace_env, sizeof trace_env, "XDAL_TRACE=%s", fifo);
   const char *const env[] = {"XDAL_TRACE_TEST_CHILD=1", trace_env};
