@@ -283,7 +283,7 @@ fn load() -> Result<Backend, Error> {
 fn open_plugin(path: &str) -> Result<xdal_backend_get_v1_fn, Error> {
     let unavailable = |why: String| err!(XDAL_ERROR_BACKEND_UNAVAILABLE, "cannot load backend plugin {path:?}: {why}");
     let c_path = CString::new(path).map_err(|_| unavailable("the path contains a NUL byte".into()))?;
-    if let Some(why) = xdal_backend_support::library_path::not_a_library_file(path) {
+    if let Some(why) = xdal_backend_support::user_path::not_a_library_file(path) {
         return Err(unavailable(why));
     }
     // SAFETY: dlopen with a valid C string; a failure is reported by NULL.

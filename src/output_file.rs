@@ -28,11 +28,6 @@ pub(crate) fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.write_all(bytes)
 }
 
-/// A C path as the system's path: its bytes as they are, UTF-8 or not.
-pub(crate) fn path_of(path: &std::ffi::CStr) -> &Path {
-    Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

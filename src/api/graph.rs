@@ -167,8 +167,9 @@ pub extern "C" fn xdal_graph_debug_dump(graph: xdal_graph_t, path: *const c_char
     boundary(c"xdal_graph_debug_dump", || {
         require(path, "path")?;
         let graph = self::graph(graph)?;
-        // SAFETY: non-NULL; the caller passes a NUL-terminated string.
-        let path = crate::output_file::path_of(unsafe { CStr::from_ptr(path) });
+        // SAFETY: non-NULL (checked above); the caller passes a
+        // NUL-terminated string, borrowed only for this call.
+        let path = xdal_backend_support::user_path::from_c(unsafe { CStr::from_ptr(path) });
         crate::output_file::write(path, graph.dot().as_bytes())
             .map_err(|e| err!(XDAL_ERROR_INVALID_VALUE, "cannot write the graph to {path:?}: {e}"))
     })

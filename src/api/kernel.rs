@@ -53,13 +53,11 @@ fn check_module_file(path: *const c_char) -> XResult<()> {
     // contract asks of the path.
     let path = unsafe { CStr::from_ptr(path) };
     let shown = path.to_string_lossy();
-    let os_path = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes()));
-    match std::fs::metadata(os_path) {
-        Ok(meta) if meta.is_file() => Ok(()),
-        Ok(meta) => {
-            let kind = if meta.is_dir() { "a directory" } else { "a device, FIFO or socket" };
-            bail!(XDAL_ERROR_INVALID_VALUE, "module file {shown:?} is {kind}, not a regular file")
-        }
+    match std::fs::metadata(xdal_backend_support::user_path::from_c(path)) {
+        Ok(meta) => match xdal_backend_support::user_path::not_regular(&meta) {
+            None => Ok(()),
+            Some(kind) => bail!(XDAL_ERROR_INVALID_VALUE, "module file {shown:?} is {kind}, not a regular file"),
+        },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             bail!(XDAL_ERROR_NOT_FOUND, "module file {shown:?} does not exist")
         }

@@ -97,13 +97,11 @@ pub extern "C" fn xdal_init() -> xdal_status_t {
 /// "none" when no backend could start. Never NULL.
 #[no_mangle]
 pub extern "C" fn xdal_backend_name() -> *const c_char {
-    // A fork child still names the backend its parent started (which it
-    // may no longer use).
+    // Loads the backend if need be; then names the one that started, which
+    // a fork child (refused by `backend()`) still names.
     catch_unwind(|| {
-        crate::backend::started_backend()
-            .map(|b| b.name.as_ptr())
-            .or_else(|| backend().ok().map(|b| b.name.as_ptr()))
-            .unwrap_or(c"none".as_ptr())
+        let _ = backend();
+        crate::backend::started_backend().map_or(c"none".as_ptr(), |b| b.name.as_ptr())
     })
     .unwrap_or(c"none".as_ptr())
 }

@@ -19,16 +19,9 @@ use crate::registry::{Identity, MemoryType, REGISTRY};
 use std::cell::RefCell;
 use std::fmt::Display;
 
-/// A node's operation, for messages.
-fn what(op: &Op) -> String {
-    match op {
-        Op::Kernel(k) => format!("kernel {}", k.function.name()),
-        Op::Copy { .. } => "copy".to_string(),
-        Op::Set { .. } => "set".to_string(),
-        Op::Host { .. } => "host function".to_string(),
-        Op::MemAlloc { .. } => "allocation".to_string(),
-        Op::MemFree { .. } => "free".to_string(),
-    }
+/// A node's DOT label on one line, for messages.
+fn what(node: &super::node::Node) -> String {
+    node.label().replace("\\n", ", ")
 }
 
 /// Each allocation the graph reaches (once), with the first node reaching it.
@@ -65,7 +58,7 @@ impl Reaches {
                 bail!(
                     XDAL_ERROR_INVALID_POINTER,
                     "node {index} of the graph ({}): its {role}, {addr:#x}, was device memory at capture and is in                      no live allocation now (freed since?)",
-                    what(&node.op)
+                    what(node)
                 )
             };
             match &node.op {
@@ -106,7 +99,7 @@ impl Reaches {
                     "node {node} of the graph ({}) reaches the {}-byte allocation at {:#x}, which was freed after the \
                      graph was instantiated: nothing of this launch was enqueued (instantiate the graph again over \
                      live memory)",
-                    what(&graph.nodes[*node].op),
+                    what(&graph.nodes[*node]),
                     a.size,
                     a.base
                 );

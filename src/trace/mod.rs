@@ -226,7 +226,8 @@ pub(crate) fn end(function: &'static CStr, status: xdal_status_t) {
         for tracer in tracers {
             if let Some(api) = tracer.api {
                 // SAFETY: the callback and its user data are the tracer
-                // creator's; the record is valid during the call.
+                // creator's, valid until its destroy returns, which `call`
+                // waits for; the record is valid during the call.
                 tracer.call(|| unsafe { api(tracer.user_data as *mut c_void, &record) });
             }
         }
@@ -249,8 +250,9 @@ fn deliver_records(records: &[xdal_activity_t], origins: &[activity::Origin]) {
             records.iter().filter(|r| tracer.wants(r.kind)).copied().collect()
         };
         if !wanted.is_empty() {
-            // SAFETY: the tracer creator's callback; the records (and the
-            // names they point to) are valid during the call.
+            // SAFETY: the tracer creator's callback and user data, valid
+            // until its destroy returns, which `call` waits for; the
+            // records (and the names they point to) are valid during the call.
             tracer.call(|| unsafe { callback(tracer.user_data as *mut c_void, wanted.as_ptr(), wanted.len()) });
         }
     }

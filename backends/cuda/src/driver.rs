@@ -302,7 +302,7 @@ impl Driver {
     /// Opens the driver at `path`, checks its version, initialises it and
     /// counts its devices; the error says what is missing.
     pub fn open(path: &str) -> Result<Driver, String> {
-        if let Some(why) = xdal_backend_support::library_path::not_a_library_file(path) {
+        if let Some(why) = xdal_backend_support::user_path::not_a_library_file(path) {
             return Err(missing_library(path, &why));
         }
         // SAFETY: loading runs the library's initialisers; a CUDA driver's

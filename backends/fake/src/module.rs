@@ -63,9 +63,7 @@ impl FakeModule {
     /// Loads a module file.
     pub fn load(path: &CStr) -> FakeResult<FakeModule> {
         let shown = path.to_string_lossy();
-        let os_path =
-            std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes()));
-        if !os_path.exists() {
+        if !xdal_backend_support::user_path::from_c(path).exists() {
             return Err(failure!(XDAL_ERROR_NOT_FOUND, "module file {shown:?} does not exist"));
         }
         open(path, None, &format!("{shown:?}"))

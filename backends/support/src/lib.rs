@@ -10,8 +10,8 @@
 //! `kernels`); how to give overlapping copies memmove's result with copies
 //! that may not overlap; the one rule for reading settings from the
 //! environment; the clock of every timestamp; the per-thread mark of a
-//! caller's callback running (`callback`); the check of a library path a
-//! user gives before it reaches `dlopen` (`library_path`). A backend crate keeps only what
+//! caller's callback running (`callback`); the check of a path a user gives
+//! before anything opens it (`user_path`). A backend crate keeps only what
 //! is its own.
 pub mod callback;
 mod catalogue;
@@ -21,10 +21,10 @@ mod error;
 mod getter;
 mod handle;
 pub mod kernels;
-pub mod library_path;
 pub mod objects;
 pub mod overlap;
 pub mod strided;
+pub mod user_path;
 
 pub use catalogue::Catalogue;
 pub use error::{entry, last_message, panic_text, BackendResult, Failure};
