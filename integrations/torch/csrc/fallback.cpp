@@ -228,6 +228,30 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
   }
 }
 
+// An operator of xdal tensors takes its other tensor operands on the same
+// device, as a native kernel would (TensorIterator and the generated
+// kernels' common-device check refuse the rest): the CPU would otherwise
+// compute with them, give a result a device kernel never gives, and write a
+// CPU out= that the caller could not have meant. Allowed, as on CUDA: a
+// CPU scalar (0-dimensional) read as a value, and the indices of the index
+// operators (the Tensor?[] arguments).
+void refuse_other_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t base,
+                          c10::Device device) {
+  const auto& args = op.schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = stack[base + i];
+    const bool written = args[i].alias_info() && args[i].alias_info()->isWrite();
+    const bool indices = v.isOptionalTensorList();
+    for_each_tensor(v, [&](const Tensor& t) {
+      if (!t.defined() || is_xdal(t)) return;
+      const bool cpu_value = t.device().is_cpu() && (indices || (t.dim() == 0 && !written));
+      TORCH_CHECK(cpu_value, "Expected all tensors to be on the same device, but found at least two devices, ", device,
+                  " and ", t.device(), "! (argument '", args[i].name(), "' of ", op.schema().operator_name(),
+                  written ? ", which writes it" : "", ")");
+    });
+  }
+}
+
 }  // namespace
 
 namespace ops {
@@ -255,6 +279,7 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     }
   };
   for (size_t i = 0; i < n; ++i) for_each_tensor((*stack)[base + i], note);
+  if (device) refuse_other_devices(op, *stack, base, *device);
   for (size_t i = 0; i < n && !device; ++i) {
     const c10::IValue& v = (*stack)[base + i];
     if (v.isDevice() && v.toDevice().type() == kXdal) device = v.toDevice();
