@@ -16,13 +16,13 @@
 // neither can happen: ATen's operators, xdal operands of float32 or
 // float64, none of integer type (indices, targets, counts), no operator
 // that checks values (linear algebra, binary_cross_entropy, histograms,
-// assertions), no random operator, tensor results or written arguments
-// (an operator with neither runs for its checks), and out= arguments only
-// where neither the meta kernel nor the CPU kernel resizes or relays them
-// (memory over the device's cannot be reallocated by a CPU kernel).
-// Everything else keeps the copying fallback (fallback.cpp), with its
-// synchronous errors. Into a
-// graph capture, the job is kept with the graph and runs at every replay.
+// assertions) or warns from its kernel (var, std), no random operator,
+// tensor results or written arguments (an operator with neither runs for
+// its checks), and out= arguments only where neither the meta kernel nor
+// the CPU kernel resizes or relays them (memory over the device's cannot
+// be reallocated by a CPU kernel). Everything else keeps the copying
+// fallback (fallback.cpp), with its synchronous errors and warnings. Into
+// a graph capture, the job is kept with the graph and runs at every replay.
 #include "host_fallback.h"
 #include "xdal_torch.h"
 
@@ -102,7 +102,8 @@ xdal_status_t host_fallback_kernel(const xdal_kernel_context_t*, void* const* ar
   try {
     // The CPU kernel, below autograd (its operands need no gradient), with
     // its warnings dropped: this thread has no Python to give them to, and
-    // the meta kernel gave those of shapes and types on the caller's.
+    // the meta kernel gave those of shapes and types on the caller's (and
+    // operators whose kernels warn otherwise do not come here).
     at::AutoDispatchBelowADInplaceOrView below_autograd;
     at::init_num_threads();  // the caller's intra-op thread count, not the worker's default
     HostScratchScope scratch;
@@ -159,6 +160,15 @@ bool checks_values(const std::string& name) {
   return false;
 }
 
+// Operators whose CPU kernels warn from shapes their meta kernels do not
+// look at (variances of too few elements for the correction): the host
+// kernel drops its warnings, so they run where the caller sees them.
+bool warns_in_kernel(const std::string& name) {
+  for (const char* prefix : {"aten::var", "aten::std"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 // Whether the operator allows the host-kernel path at all. Random
 // operators (with a generator argument, or drawing from the CPU's default
 // one, as native_dropout does) stay synchronous, in the order of the
@@ -169,7 +179,7 @@ bool checks_values(const std::string& name) {
 bool allows(const c10::OperatorHandle& op) {
   const c10::FunctionSchema& schema = op.schema();
   if (schema.name().rfind("aten::", 0) != 0) return false;
-  if (checks_values(schema.name()) || op.hasTag(at::Tag::nondeterministic_seeded)) return false;
+  if (checks_values(schema.name()) || warns_in_kernel(schema.name()) || op.hasTag(at::Tag::nondeterministic_seeded)) return false;
   bool writes = !schema.returns().empty();
   for (const c10::Argument& a : schema.arguments()) {
     c10::TypePtr type = a.type();

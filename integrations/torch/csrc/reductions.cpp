@@ -3,7 +3,7 @@
 // go to the CPU fallback.
 #include "xdal_torch.h"
 
-#include <ATen/WrapDimUtils.h>
+#include <ATen/WrapDimUtilsMulti.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
@@ -28,12 +28,13 @@ Tensor sum_native(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   if (has_bits(self)) return Tensor();
   int64_t only = -1;  // the one dimension reduced, if not all are
   if (dim.has_value() && !dim->empty()) {
-    std::vector<bool> seen(size_t(std::max<int64_t>(self.dim(), 1)), false);
-    for (int64_t d : *dim) seen[size_t(c10::maybe_wrap_dim(d, self.dim()))] = true;
-    const int64_t reduced = std::count(seen.begin(), seen.end(), true);
-    if (reduced != int64_t(seen.size())) {
+    // The CPU's checks: at most 64 dimensions, each named once.
+    const auto seen = at::dim_list_to_bitset(*dim, self.dim());
+    const int64_t reduced = int64_t(seen.count());
+    if (reduced != std::max<int64_t>(self.dim(), 1)) {
       if (reduced != 1) return Tensor();
-      only = std::find(seen.begin(), seen.end(), true) - seen.begin();
+      while (!seen[size_t(++only)]) {
+      }
     }
   }
   const at::ScalarType type =

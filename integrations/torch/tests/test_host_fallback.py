@@ -3,6 +3,8 @@ operator without an xdal kernel runs its CPU kernel as a host kernel over
 the device memory, in stream order. What it must keep: the CPU's results
 and layouts, the caller's order of random draws, and synchronous errors
 for what depends on values."""
+import warnings
+
 import pytest
 import torch
 import torch.nn as nn
@@ -50,6 +52,19 @@ def test_results_take_the_layout_of_the_cpu_kernel():
     got = nn.functional.pad(x.to("xdal"), (1, 2, 0, 1), mode="replicate")
     assert got.stride() == ref.stride()
     assert torch.equal(got.cpu(), ref)
+
+
+@pytest.mark.parametrize("f", [torch.var, torch.std, torch.var_mean, torch.std_mean], ids=lambda f: f.__name__)
+def test_warnings_of_cpu_kernels_reach_the_caller(f):
+    """var and std warn from their kernels (degrees of freedom <= 0), which
+    their meta kernels do not: they keep the copying fallback, where the
+    warning reaches the caller as on the CPU."""
+    x = make((10, 20), torch.float32)
+    for t in (x, x.to("xdal")):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f(t, dim=-1, correction=20)
+        assert any("degrees of freedom is <= 0" in str(w.message) for w in caught), (t.device, caught)
 
 
 def test_operands_of_other_types_keep_the_copying_fallback():

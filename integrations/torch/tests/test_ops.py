@@ -102,6 +102,52 @@ def test_sum_native(dtype):
     check(y.xdal().sum((0, 2)), y.sum((0, 2)))  # two of three dimensions: fallback
 
 
+def test_sum_refuses_what_the_cpu_refuses():
+    """A dimension named twice, or a tensor of more than 64 dimensions
+    reduced along some, is the CPU's error, not a sum over fewer dimensions."""
+    d = make((3, 4, 5), torch.float32).xdal()
+    for dims in [(0, 0), (1, -2), (0, 1, 1, 2)]:
+        with pytest.raises(RuntimeError, match="appears multiple times in the list of dims"):
+            d.sum(dims)
+    wide = torch.ones([1] * 65, device="xdal")
+    with pytest.raises(RuntimeError, match="only tensors with up to 64 dims are supported"):
+        wide.sum(0)
+    assert wide.sum().item() == 1  # all dimensions: allowed, as on the CPU
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        d.sum(3)
+    check(d.sum((0, 1, 2)), d.cpu().sum((0, 1, 2)))  # each named once: the full sum
+
+
+def test_operands_on_another_device_are_refused_as_on_cuda():
+    """A device kernel takes its operands on its device: a CPU tensor is
+    refused with PyTorch's message, except a CPU scalar read as a value and
+    the indices of the index operators; a CPU out= or a CPU tensor written
+    in place is refused too, before anything is written."""
+    x = make((3,), torch.float32)
+    d, c = x.xdal(), make((3,), torch.float32, seed=1)
+    same_device = "Expected all tensors to be on the same device, but found at least two devices, xdal:0 and cpu!"
+    refused = {
+        "binary": lambda: d + c,
+        "atan2": lambda: torch.atan2(d, c),
+        "where condition": lambda: torch.where(c > 0, d, d),
+        "cat": lambda: torch.cat([d, c]),
+        "mm": lambda: torch.mm(d.view(1, 3), c.view(3, 1)),
+        "index_put values": lambda: d.clone().index_put_((torch.tensor([0, 1]),), torch.tensor([5.0, 6.0])),
+        "cpu out": lambda: torch.atan2(d, d, out=torch.empty(3)),
+        "cpu out of nonzero": lambda: torch.nonzero(d, out=torch.empty(0, dtype=torch.long)),
+        "cpu written in place": lambda: c.clone().atan2_(d),
+    }
+    for name, f in refused.items():
+        with pytest.raises(RuntimeError, match=same_device):
+            f()
+    torch.testing.assert_close((d * torch.tensor(2.0)).cpu(), x * 2)  # a CPU scalar
+    torch.testing.assert_close(torch.atan2(d, torch.tensor(2.0)).cpu(), torch.atan2(x, torch.tensor(2.0)))
+    assert torch.equal(d[torch.tensor([2, 0])].cpu(), x[torch.tensor([2, 0])])  # CPU indices
+    y = d.clone()
+    y.index_put_((torch.tensor([1]),), torch.tensor(7.0))  # CPU indices and a CPU scalar value
+    assert y.cpu()[1] == 7 and torch.equal(d.cpu(), x)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16,
                                    torch.int64, torch.int32], ids=str)
 def test_mm_native(dtype):
