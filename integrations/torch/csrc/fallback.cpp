@@ -228,6 +228,33 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
   }
 }
 
+// TorchScript builds a Tensor?[] argument (the indices of the index
+// operators) as a list whose element type equals, but is not the object
+// that, IValue::isOptionalTensorList compares with by address: nothing
+// below would see its tensors, and an xdal index would reach a CPU kernel.
+// Such lists (and Tensor[] ones alike) are rebuilt with the canonical type.
+void canonicalize_tensor_lists(const c10::FunctionSchema& schema, torch::jit::Stack& stack, size_t base) {
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    c10::IValue& v = stack[base + i];
+    if (!v.isList() || v.isTensorList() || v.isOptionalTensorList()) continue;
+    const auto list_type = args[i].type()->cast<c10::ListType>();
+    if (!list_type) continue;
+    const c10::TypePtr element = list_type->getElementType();
+    if (element->kind() == c10::TypeKind::TensorType) {
+      c10::List<Tensor> list;
+      for (const c10::IValue& e : v.toListRef()) list.push_back(e.toTensor());
+      v = list;
+    } else if (const auto optional = element->cast<c10::OptionalType>();
+               optional && optional->getElementType()->kind() == c10::TypeKind::TensorType) {
+      c10::List<std::optional<Tensor>> list;
+      for (const c10::IValue& e : v.toListRef())
+        list.push_back(e.isNone() ? std::nullopt : std::optional<Tensor>(e.toTensor()));
+      v = list;
+    }
+  }
+}
+
 // An operator of xdal tensors takes its other tensor operands on the same
 // device, as a native kernel would (TensorIterator and the generated
 // kernels' common-device check refuse the rest): the CPU would otherwise
@@ -266,6 +293,7 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema_args = op.schema().arguments();
   const size_t n = schema_args.size();
   const size_t base = stack->size() - n;
+  canonicalize_tensor_lists(op.schema(), *stack, base);
   // The device the operator runs for: its xdal tensors' (all on one
   // device, as TensorIterator demands of native kernels), or a device argument.
   std::optional<c10::Device> device;

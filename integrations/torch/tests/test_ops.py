@@ -352,6 +352,27 @@ def test_fallback_results_take_the_cpu_kernels_layout(f):
     torch.testing.assert_close(got.cpu(), ref)
 
 
+def _scripted_assignments(x):
+    x[x < 50] = 1.0  # index_put_ with a device mask and a device value
+    y = torch.cat([x[:2], x[-2:]])  # a Tensor[] TorchScript builds
+    return x, y
+
+
+def test_fallback_takes_the_lists_torchscript_builds():
+    """TorchScript passes an index operator's Tensor?[] indices in a list
+    whose element type is not the canonical object: the fallback still sees
+    the xdal mask in it (it used to reach the CPU kernel as an xdal tensor,
+    and the stream failed stickily)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch.jit.script is deprecated, still used
+        scripted = torch.jit.script(_scripted_assignments)
+    x = torch.arange(100, dtype=torch.float32)
+    want_x, want_y = _scripted_assignments(x.clone())
+    got_x, got_y = scripted(x.xdal())
+    assert torch.equal(got_x.cpu(), want_x) and torch.equal(got_y.cpu(), want_y)
+    torch.xdal.synchronize()  # the stream is fine
+
+
 def test_fallback_in_place_and_out():
     a = _f(3)
     d = a.xdal()
