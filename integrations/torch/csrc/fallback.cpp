@@ -28,6 +28,26 @@
 #include <vector>
 
 namespace torch_xdal {
+
+// Whether two elements of a tensor of these sizes and strides may be one
+// memory location: dimensions sorted by stride, each stride must pass the
+// farthest element the smaller ones reach (exact for PyTorch's
+// non-negative strides; stride 0 of an expanded dimension fails it).
+bool may_overlap_itself(at::IntArrayRef sizes, at::IntArrayRef strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dimensions of more than one element
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return false;
+    if (sizes[d] > 1) dims.emplace_back(strides[d], sizes[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += stride * (size - 1);
+  }
+  return false;
+}
+
 namespace {
 
 using at::Tensor;
@@ -57,24 +77,6 @@ bool is_metadata_only(const std::string& name) {
   return names.count(name) != 0;
 }
 
-// Whether two elements of t may be one memory location: dimensions sorted
-// by stride, each stride must pass the farthest element the smaller ones
-// reach (exact for PyTorch's non-negative strides; stride 0 of an expanded
-// dimension fails it).
-bool may_overlap_itself(const Tensor& t) {
-  if (t.numel() < 2) return false;
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dimensions of more than one element
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) > 1) dims.emplace_back(t.stride(d), t.size(d));
-  std::sort(dims.begin(), dims.end());
-  int64_t reach = 0;
-  for (const auto& [stride, size] : dims) {
-    if (stride <= reach) return true;
-    reach += stride * (size - 1);
-  }
-  return false;
-}
-
 // The CPU kernel normally runs on copies of the xdal operands, where it
 // cannot see that a tensor it writes shares memory with itself (an expanded
 // tensor) or with another operand. Then the operands are mirrored instead:
@@ -99,7 +101,7 @@ bool writes_shared_memory(const c10::OperatorHandle& op, const torch::jit::Stack
     if (!alias || !alias->isWrite()) continue;
     for_each_tensor(stack[base + w], [&](const Tensor& out) {
       if (shared || !out.defined() || !is_xdal(out)) return;
-      if (may_overlap_itself(out)) {
+      if (may_overlap_itself(out.sizes(), out.strides())) {
         shared = true;
         return;
       }
@@ -164,14 +166,22 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
   }
 
   // Each xdal operand as a CPU tensor over its storage's mirror.
+  // One twin per xdal tensor: an operand passed twice (cat's input and
+  // its out=) is one tensor to the CPU kernel too, which checks identity.
   std::vector<WrittenOperand> written;
+  std::unordered_map<const c10::TensorImpl*, Tensor> twins;
   auto on_host = [&](const Tensor& t, bool write) -> Tensor {
     if (!t.defined() || !is_xdal(t)) return t;
-    const HostMirror& m = mirrors.at(t.storage().unsafeGetStorageImpl());
-    const int64_t item = static_cast<int64_t>(t.element_size());
-    Tensor h = at::empty({0}, t.options().device(at::kCPU));
-    h.set_(m.host_bytes.storage(), (t.storage_offset() * item - m.lo) / item, t.sizes(), t.strides());
-    if (write) written.push_back({t, h, h.sizes().vec(), h.strides().vec(), h.storage_offset()});
+    auto [twin, fresh] = twins.try_emplace(t.unsafeGetTensorImpl());
+    Tensor& h = twin->second;
+    if (fresh) {
+      const HostMirror& m = mirrors.at(t.storage().unsafeGetStorageImpl());
+      const int64_t item = static_cast<int64_t>(t.element_size());
+      h = at::empty({0}, t.options().device(at::kCPU));
+      h.set_(m.host_bytes.storage(), (t.storage_offset() * item - m.lo) / item, t.sizes(), t.strides());
+    }
+    const bool known = std::any_of(written.begin(), written.end(), [&](const WrittenOperand& w) { return w.host.is_same(h); });
+    if (write && !known) written.push_back({t, h, h.sizes().vec(), h.strides().vec(), h.storage_offset()});
     return h;
   };
   std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());

@@ -260,8 +260,12 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   const std::shared_ptr<const MetaAnswer> meta = meta_answer(op, originals);
   if (!meta->usable) return false;
   std::vector<Tensor> outputs(meta->results.size());
-  for (const auto& result : meta->results)
+  for (const auto& result : meta->results) {
+    // A result whose elements share memory (new_empty_strided with a zero
+    // stride) cannot take the CPU kernel's result element by element.
+    if (result && may_overlap_itself(result->sizes, result->strides)) return false;
     if (result) job->results.push_back(*result);
+  }
   job->out_op = meta->out_op;
   if (device_inputs.size() + job->results.size() > kMaxOperands) return false;
   for (const Operand& o : job->results)

@@ -12,6 +12,7 @@
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_fused_sdp_choice.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/new_empty_strided_native.h>
 #include <ATen/ops/is_set_to_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>
@@ -67,6 +68,10 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", ops::empty);
   m.impl("empty_strided", ops::empty_strided);
+  // ATen's kernel (empty_strided with the tensor's options), which PyTorch
+  // registers for its own backends only: through the fallback, the result
+  // came back with the CPU's strides made dense.
+  m.impl("new_empty_strided", TORCH_FN(at::native::new_empty_strided_symint));
   m.impl("resize_", ops::resize_);
   m.impl("as_strided", ops::as_strided);
   m.impl("view", ops::view);

@@ -359,6 +359,11 @@ class OperatorCounts {
 // for finding the operators worth a native kernel).
 std::vector<std::pair<std::string, int64_t>> fallback_counts();
 void reset_fallback_counts();
+// Whether two elements of a tensor of these sizes and strides may be one
+// memory location (an expanded dimension, say): such a tensor cannot be
+// written element by element.
+bool may_overlap_itself(at::IntArrayRef sizes, at::IntArrayRef strides);
+
 // The copy-free fallback (host_fallback.cpp): on a backend that runs host
 // code, enqueues the operator's CPU kernel as a host kernel over the
 // device memory, its results allocated from the meta kernel's shapes, and

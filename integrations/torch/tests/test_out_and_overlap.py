@@ -195,6 +195,15 @@ def test_cat_into_one_of_its_inputs_is_refused():
     _refuses_like_the_cpu(write, "unsupported operation")
 
 
+def test_cat_into_an_empty_input_is_refused():
+    """The CPU refuses an out= that is itself one of cat's inputs, empty or
+    not: the fallback hands its kernel one tensor for both."""
+    def write(d):
+        x = torch.zeros(0, device=d)
+        torch.cat([x, torch.ones(4, 6, device=d)], dim=0, out=x)
+    _refuses_like_the_cpu(write, "unsupported operation")
+
+
 def test_in_place_on_the_same_elements_is_allowed():
     a = make((4, 5), torch.float32)
     x = a.xdal()

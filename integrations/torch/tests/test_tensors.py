@@ -31,6 +31,18 @@ def test_creation(dtype):
         assert same(o.cpu(), torch.ones(3, 2, dtype=dtype))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.float64], ids=str)
+def test_new_empty_strided_keeps_its_strides(dtype):
+    """Zero strides included, as empty_strided's (it reached the fallback,
+    which made the strides dense or failed the stream)."""
+    x = torch.zeros(5, 5, dtype=dtype, device="xdal")
+    for sizes, strides in [((2, 3), (3, 1)), ((5, 3), (0, 1)), ((), ()), ((4, 2), (1, 4))]:
+        r = x.new_empty_strided(sizes, strides)
+        assert (r.shape, r.stride(), r.dtype, r.device) == (torch.Size(sizes), strides, dtype, x.device)
+    assert x.new_empty_strided((2, 2), (2, 1), dtype=torch.float16).dtype == torch.float16
+    torch.xdal.synchronize()
+
+
 @pytest.mark.parametrize("dtype", SHARED_DTYPES, ids=str)
 def test_non_contiguous_copies(dtype):
     x = make((6, 8), dtype)
