@@ -165,9 +165,9 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
     m.host_bytes = m.device_bytes.cpu();
   }
 
-  // Each xdal operand as a CPU tensor over its storage's mirror.
-  // One twin per xdal tensor: an operand passed twice (cat's input and
-  // its out=) is one tensor to the CPU kernel too, which checks identity.
+  // Each xdal operand as a CPU tensor over its storage's mirror, one per
+  // xdal tensor: an operand passed twice (cat's input and its out=) is one
+  // tensor to the CPU kernel too, which checks identity.
   std::vector<WrittenOperand> written;
   std::unordered_map<const c10::TensorImpl*, Tensor> twins;
   auto on_host = [&](const Tensor& t, bool write) -> Tensor {
@@ -180,7 +180,8 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
       h = at::empty({0}, t.options().device(at::kCPU));
       h.set_(m.host_bytes.storage(), (t.storage_offset() * item - m.lo) / item, t.sizes(), t.strides());
     }
-    const bool known = std::any_of(written.begin(), written.end(), [&](const WrittenOperand& w) { return w.host.is_same(h); });
+    const bool known =
+        std::any_of(written.begin(), written.end(), [&](const WrittenOperand& w) { return w.host.is_same(h); });
     if (write && !known) written.push_back({t, h, h.sizes().vec(), h.strides().vec(), h.storage_offset()});
     return h;
   };
