@@ -6,6 +6,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/native/BinaryOps.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/add.h>
@@ -35,8 +36,10 @@ bool native_operand(const Tensor& x, const Tensor& out) {
 Tensor laid_out(const Tensor& x, at::ScalarType type, const Tensor& like) {
   Tensor t = x;
   if (!is_xdal(t)) {
+    // Converted on the CPU first, as TensorIterator converts a CPU scalar:
+    // uint8 + 1000 wraps around there, where a fill would refuse 1000.
     t = at::empty({}, like.options().dtype(type));
-    fill_with(t, x.item());
+    fill_with(t, x.to(type).item());
   }
   if (t.scalar_type() != type) t = t.to(type);
   if (!t.sizes().equals(like.sizes()) || !t.strides().equals(like.strides())) {
@@ -147,15 +150,18 @@ bool alpha_is_one(const at::Scalar& alpha) {
   return false;
 }
 
-// a + alpha * b: add_<t> when alpha is 1, else axpby_<t>.
+// a + alpha * b: add_<t> when alpha is 1, else axpby_<t>. alpha is
+// checked as the CPU checks it (no fractional alpha for integers).
 bool add_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
+  at::native::alpha_check(at::result_type(self, other), alpha);
   return alpha_is_one(alpha) ? binary_native("add", self, other, out) : binary_native("add", self, other, out, &alpha);
 }
 
-// a - alpha * b as a + (-alpha) * b (exact: negation); PyTorch refuses
-// sub on bool, so bool is left to the fallback, which raises its error.
+// a - alpha * b as a + (-alpha) * b (exact: negation), after the CPU's
+// checks: no bool operand, no fractional alpha for integers.
 bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
-  if (at::result_type(self, other) == at::kBool) return false;
+  at::native::sub_check(self, other);
+  at::native::alpha_check(at::result_type(self, other), alpha);
   const at::Scalar minus = -alpha;
   return binary_native("sub", self, other, out, &minus);
 }

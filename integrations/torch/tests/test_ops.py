@@ -83,6 +83,39 @@ def test_binary_type_promotion_and_operators():
     check(x[1:3] + x[:2], x.cpu()[1:3] + x.cpu()[:2])  # overlapping views
 
 
+def test_python_numbers_wrap_into_the_result_type_as_on_the_cpu():
+    """A Python number converts to the result type as the CPU converts it:
+    uint8 + 1000 is uint8, wrapped (it used to be refused as an overflow)."""
+    u = torch.tensor([0, 0, 1, 200], dtype=torch.uint8)
+    i8 = torch.tensor([1, -2, 3], dtype=torch.int8)
+    with builtins_only():
+        for got, want in [(u.xdal() + 1000, u + 1000), (u.xdal() - 300, u - 300), (u.xdal() * 300, u * 300),
+                          (i8.xdal() * 200, i8 * 200), (u.xdal() + True, u + True)]:
+            check(got, want)
+
+
+def test_add_and_sub_refuse_what_the_cpu_refuses():
+    """alpha and bool operands are checked as on the CPU, before anything
+    runs: no fractional alpha for integer results, no bool alpha for others,
+    no subtraction with a bool tensor."""
+    i, f, m = torch.ones(4, dtype=torch.int32), torch.ones(4), torch.tensor([True, False, True, False])
+    refused = [
+        (RuntimeError, "alpha must not be a floating point number", lambda d: torch.add(d(i), d(i), alpha=1.1)),
+        (RuntimeError, "alpha must not be a floating point number", lambda d: torch.add(d(m), d(m), alpha=1.1)),
+        (RuntimeError, "alpha must not be a floating point number", lambda d: d(i).sub_(d(i), alpha=0.5)),
+        (RuntimeError, "Boolean alpha only supported", lambda d: torch.add(d(f), d(f), alpha=True)),
+        (NotImplementedError, "with two bool tensors is not supported", lambda d: d(m) - d(m)),
+        (NotImplementedError, "with a bool tensor is not supported", lambda d: d(m) - d(i)),
+        (NotImplementedError, "with a bool tensor is not supported", lambda d: torch.sub(d(i), d(m), out=d(i.clone()))),
+    ]
+    for error, message, call in refused:
+        for d in (lambda t: t, lambda t: t.xdal()):
+            with pytest.raises(error, match=message):
+                call(d)
+    check(torch.add(m.xdal(), m.xdal(), alpha=True), torch.add(m, m, alpha=True))
+    check(torch.add(f.xdal(), f.xdal(), alpha=1.5), torch.add(f, f, alpha=1.5))
+
+
 @pytest.mark.parametrize("dtype", ARITH, ids=str)
 def test_sum_native(dtype):
     x = make((13, 29), dtype, 5)
