@@ -36,6 +36,23 @@ def test_a_training_step_runs_its_fallbacks_as_host_kernels_with_the_cpus_result
         torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-5, atol=1e-6)
 
 
+def test_python_numbers_keep_their_place_in_type_promotion():
+    """A Python number is a wrapped CPU scalar, which does not promote a
+    float32 tensor to float64 as a 0-dim float64 tensor would: the host
+    kernel's copy of it must stay wrapped (it did not, and the CPU kernel's
+    float64 result failed the stream for every later operation)."""
+    t = make((), torch.float32).abs() + 1
+    d = t.to("xdal")
+    torch.xdal.reset_fallback_counts()
+    for f in (lambda x: torch.xlogy(x, 5), lambda x: torch.xlogy(x, 5.0), lambda x: torch.xlogy(5.0, x),
+              lambda x: torch.special.xlog1py(x, 5.0)):
+        got, want = f(d), f(t)
+        assert got.dtype == want.dtype == torch.float32
+        torch.testing.assert_close(got.cpu(), want)
+    assert torch.xdal.host_fallback_counts().get("aten::xlogy.Tensor", 0) >= 1
+    torch.xdal.synchronize()
+
+
 def test_in_place_results_are_the_argument_itself():
     x = make((4, 5), torch.float64)
     d = x.to("xdal")
