@@ -223,7 +223,7 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
       // A Python number stays one (it does not take part in type
       // promotion as a 0-dim tensor would: xlogy(float_tensor, 5)).
       Tensor copy = t.clone();
-      copy.unsafeGetTensorImpl()->set_wrapped_number(t.unsafeGetTensorImpl()->is_wrapped_number());
+      if (t.unsafeGetTensorImpl()->is_wrapped_number()) copy.unsafeGetTensorImpl()->set_wrapped_number(true);
       return copy;
     } else if (t.device() != device || (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) ||
                t.is_conj() || t.is_neg()) {

@@ -53,6 +53,20 @@ def test_python_numbers_keep_their_place_in_type_promotion():
     torch.xdal.synchronize()
 
 
+def test_cpu_indices_of_float_tensors():
+    """CPU index tensors reach the host-kernel path beside float operands,
+    copied as they are (only a Python number is marked as one)."""
+    x = make((6, 3), torch.float32)
+    d = x.to("xdal")
+    i = torch.tensor([4, 0, 4])
+    torch.testing.assert_close(d[i].cpu(), x[i])
+    y, dy = x.clone(), d.clone()
+    y[i[:2]] = 2.5
+    dy[i[:2]] = 2.5
+    torch.testing.assert_close(dy.cpu(), y)
+    torch.xdal.synchronize()
+
+
 def test_in_place_results_are_the_argument_itself():
     x = make((4, 5), torch.float64)
     d = x.to("xdal")
