@@ -290,11 +290,48 @@ bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IVal
   return true;
 }
 
+// Whether the operator would resize one of its out= tensors, asked of the
+// meta kernel with empty outs, whose resizing warns of nothing. Such a
+// call cannot take the host path (memory over the device's is not
+// reallocated by a CPU kernel), and asking with the real outs would warn
+// that they were resized: a meta kernel written in Python warns through
+// Python's warnings module, which no C++ handler sees, and the copying
+// fallback's CPU kernel then warned a second time. True also where the
+// meta kernel refuses.
+bool resizes_an_out(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+  const auto& schema_args = op.schema().arguments();
+  std::vector<c10::IValue> stack;
+  std::vector<std::pair<Tensor, c10::IntArrayRef>> outs;  // an empty meta out, the real out's sizes
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i < schema_args.size() && schema_args[i].is_out() && args[i].isTensor() && args[i].toTensor().defined()) {
+      const Tensor& out = args[i].toTensor();
+      outs.emplace_back(at::empty({0}, out.options().device(at::kMeta)), out.sizes());
+      stack.emplace_back(outs.back().first);
+    } else {
+      stack.push_back(meta_twin(args[i]));
+    }
+  }
+  if (outs.empty()) return false;
+  struct Drop : c10::WarningHandler {
+    void process(const c10::Warning&) override {}
+  } drop;
+  try {
+    c10::WarningUtils::WarningHandlerGuard guard(&drop);
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+  } catch (const std::exception&) {
+    return true;
+  }
+  for (const auto& [meta_out, sizes] : outs)
+    if (!meta_out.sizes().equals(sizes)) return true;
+  return false;
+}
+
 // Runs the meta kernel on twins of `args`. Any failure there (no meta
 // kernel, or a refusal) leaves the operator to the copying fallback, which
 // raises the CPU's own error; the meta kernel's warnings go to `warnings`.
 MetaAnswer ask_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                     std::vector<c10::Warning>& warnings) {
+  if (resizes_an_out(op, args)) return MetaAnswer{};
   const c10::FunctionSchema& schema = op.schema();
   struct Collect : c10::WarningHandler {
     std::vector<c10::Warning>* warnings = nullptr;
