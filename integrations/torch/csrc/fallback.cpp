@@ -167,9 +167,16 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
 
   // Each xdal operand as a CPU tensor over its storage's mirror, one per
   // xdal tensor: an operand passed twice (cat's input and its out=) is one
-  // tensor to the CPU kernel too, which checks identity.
+  // tensor to the CPU kernel too, which checks identity. A conjugate or
+  // negative view is handed over resolved (its values, in memory of their
+  // own), as PyTorch's fallbacks for those bits hand it to a CPU kernel
+  // (which a redispatch to that kernel skips); written, the values go back
+  // through the view after the kernel. Without this the bits were lost:
+  // solve_triangular into its own conj() input solved the unconjugated
+  // system, silently.
   std::vector<WrittenOperand> written;
   std::unordered_map<const c10::TensorImpl*, Tensor> twins;
+  std::vector<std::pair<Tensor, Tensor>> resolved;  // (the view over the mirror, the kernel's resolved twin)
   auto on_host = [&](const Tensor& t, bool write) -> Tensor {
     if (!t.defined() || !is_xdal(t)) return t;
     auto [twin, fresh] = twins.try_emplace(t.unsafeGetTensorImpl());
@@ -177,8 +184,15 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
     if (fresh) {
       const HostMirror& m = mirrors.at(t.storage().unsafeGetStorageImpl());
       const int64_t item = static_cast<int64_t>(t.element_size());
-      h = at::empty({0}, t.options().device(at::kCPU));
-      h.set_(m.host_bytes.storage(), (t.storage_offset() * item - m.lo) / item, t.sizes(), t.strides());
+      Tensor view = at::empty({0}, t.options().device(at::kCPU));
+      view.set_(m.host_bytes.storage(), (t.storage_offset() * item - m.lo) / item, t.sizes(), t.strides());
+      h = view;
+      if (t.is_conj() || t.is_neg()) {
+        view._set_conj(t.is_conj());
+        view._set_neg(t.is_neg());
+        h = view.resolve_conj().resolve_neg();
+        resolved.emplace_back(view, h);
+      }
     }
     const bool known =
         std::any_of(written.begin(), written.end(), [&](const WrittenOperand& w) { return w.host.is_same(h); });
@@ -204,11 +218,22 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
 
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
 
-  // The bytes back, then an out= the kernel resized or moved: it takes the
-  // CPU's result whole (as the fallback's copies do).
+  // Written resolved twins through their views (one the kernel resized
+  // goes whole, below), the bytes back, then an out= the kernel resized or
+  // moved: it takes the CPU's result whole (as the fallback's copies do).
+  std::unordered_set<const c10::TensorImpl*> through_views;
+  for (const auto& [view, h] : resolved) {
+    const bool was_written =
+        std::any_of(written.begin(), written.end(), [&](const WrittenOperand& w) { return w.host.is_same(h); });
+    if (was_written && h.sizes().equals(view.sizes())) {
+      view.copy_(h);
+      through_views.insert(h.unsafeGetTensorImpl());
+    }
+  }
   for (auto& [impl, m] : mirrors)
     if (m.written && m.host_bytes.numel() > 0) m.device_bytes.copy_(m.host_bytes);
   for (const WrittenOperand& w : written) {
+    if (through_views.count(w.host.unsafeGetTensorImpl())) continue;
     const HostMirror& m = mirrors.at(w.device.storage().unsafeGetStorageImpl());
     const bool moved = !w.host.storage().is_alias_of(m.host_bytes.storage());
     if (moved || !w.host.sizes().equals(w.sizes) || !w.host.strides().equals(w.strides) ||

@@ -211,6 +211,27 @@ def test_cat_into_an_empty_input_is_refused():
     _refuses_like_the_cpu(write, "unsupported operation")
 
 
+@pytest.mark.parametrize("view", ["conj", "neg"])
+def test_writes_into_a_conjugate_or_negative_view_of_an_input(view):
+    """An out= that is the conj() (or _neg_view()) of an input shares its
+    memory, so the fallback mirrors both: the mirror must keep the view's
+    bit, or the CPU kernel solves the unconjugated system and writes it back
+    silently (solve_triangular's out=B in PyTorch's test_linalg)."""
+    torch.manual_seed(0)
+    a = torch.randn(4, 4, dtype=torch.complex128).triu()
+    a.diagonal().add_(3)
+    b = torch.randn(4, 2, dtype=torch.complex128)
+    as_view = (lambda t: t.conj()) if view == "conj" else (lambda t: t._neg_view())
+    want = torch.linalg.solve_triangular(a, as_view(b.clone()), upper=True)
+    d = as_view(b.xdal())
+    torch.linalg.solve_triangular(a.xdal(), d, upper=True, out=d)
+    torch.testing.assert_close(d.cpu(), want)
+    y = torch.arange(1.0, 5.0) * (1 + 2j)
+    dy = as_view(y.xdal())
+    torch.cumsum(dy, 0, out=dy)
+    torch.testing.assert_close(dy.cpu(), torch.cumsum(as_view(y.clone()), 0))
+
+
 def test_in_place_on_the_same_elements_is_allowed():
     a = make((4, 5), torch.float32)
     x = a.xdal()
