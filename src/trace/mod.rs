@@ -225,9 +225,9 @@ pub(crate) fn end(function: &'static CStr, status: xdal_status_t) {
     with_live(|tracers| {
         for tracer in tracers {
             if let Some(api) = tracer.api {
-                // SAFETY: the callback and its user data are the tracer
-                // creator's, valid until its destroy returns, which `call`
-                // waits for; the record is valid during the call.
+                // SAFETY: the tracer creator's callback and user data, valid
+                // until its destroy returns, which `call` waits for; the
+                // record is valid during the call.
                 tracer.call(|| unsafe { api(tracer.user_data as *mut c_void, &record) });
             }
         }

@@ -176,7 +176,11 @@ static inline double now_ms(void) {
 static inline int temp_file(char *path, size_t size, const void *data, size_t len) {
   const char *dir = getenv("TMPDIR");
   if (dir == NULL || *dir == '\0') dir = "/tmp";
-  snprintf(path, size, "%s/xdal-conformance-XXXXXX", dir);
+  /* mkstemp's template: the name, then six 'X's it replaces. */
+  const int stem = snprintf(path, size, "%s/xdal-conformance-", dir);
+  if (!CHECK_MSG(stem > 0 && (size_t)stem + 7 <= size, "no room for a temporary path in %zu bytes", size)) return 0;
+  memset(path + stem, 'X', 6);
+  path[stem + 6] = '\0';
   int fd = mkstemp(path);
   if (!CHECK_MSG(fd >= 0, "mkstemp(%s) failed", path)) return 0;
   ssize_t written = len ? write(fd, data, len) : 0;

@@ -175,6 +175,7 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
   // solve_triangular into its own conj() input solved the unconjugated
   // system, silently.
   std::vector<WrittenOperand> written;
+  std::unordered_set<const c10::TensorImpl*> written_twins;
   std::unordered_map<const c10::TensorImpl*, Tensor> twins;
   std::vector<std::pair<Tensor, Tensor>> resolved;  // (the view over the mirror, the kernel's resolved twin)
   auto on_host = [&](const Tensor& t, bool write) -> Tensor {
@@ -194,9 +195,8 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
         resolved.emplace_back(view, h);
       }
     }
-    const bool known =
-        std::any_of(written.begin(), written.end(), [&](const WrittenOperand& w) { return w.host.is_same(h); });
-    if (write && !known) written.push_back({t, h, h.sizes().vec(), h.strides().vec(), h.storage_offset()});
+    if (write && written_twins.insert(h.unsafeGetTensorImpl()).second)
+      written.push_back({t, h, h.sizes().vec(), h.strides().vec(), h.storage_offset()});
     return h;
   };
   std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
@@ -223,9 +223,7 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
   // moved: it takes the CPU's result whole (as the fallback's copies do).
   std::unordered_set<const c10::TensorImpl*> through_views;
   for (const auto& [view, h] : resolved) {
-    const bool was_written =
-        std::any_of(written.begin(), written.end(), [&](const WrittenOperand& w) { return w.host.is_same(h); });
-    if (was_written && h.sizes().equals(view.sizes())) {
+    if (written_twins.count(h.unsafeGetTensorImpl()) && h.sizes().equals(view.sizes())) {
       view.copy_(h);
       through_views.insert(h.unsafeGetTensorImpl());
     }
@@ -293,11 +291,11 @@ void canonicalize_tensor_lists(const c10::FunctionSchema& schema, torch::jit::St
 
 // An operator of xdal tensors takes its other tensor operands on the same
 // device, as a native kernel would (TensorIterator and the generated
-// kernels' common-device check refuse the rest): the CPU would otherwise
-// compute with them, give a result a device kernel never gives, and write a
-// CPU out= that the caller could not have meant. Allowed, as on CUDA: a
-// CPU scalar (0-dimensional) read as a value, and the indices of the index
-// operators (the Tensor?[] arguments).
+// kernels' common-device check refuse the rest): another xdal device, or
+// the CPU, which would otherwise compute with them, give a result a device
+// kernel never gives, and write a CPU out= the caller could not have
+// meant. Allowed, as on CUDA: a CPU scalar (0-dimensional) read as a
+// value, and the indices of the index operators (the Tensor?[] arguments).
 void refuse_other_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t base,
                           c10::Device device) {
   const auto& args = op.schema().arguments();
@@ -306,7 +304,7 @@ void refuse_other_devices(const c10::OperatorHandle& op, const torch::jit::Stack
     const bool written = args[i].alias_info() && args[i].alias_info()->isWrite();
     const bool indices = v.isOptionalTensorList();
     for_each_tensor(v, [&](const Tensor& t) {
-      if (!t.defined() || is_xdal(t)) return;
+      if (!t.defined() || t.device() == device) return;
       const bool cpu_value = t.device().is_cpu() && (indices || (t.dim() == 0 && !written));
       TORCH_CHECK(cpu_value, "Expected all tensors to be on the same device, but found at least two devices, ", device,
                   " and ", t.device(), "! (argument '", args[i].name(), "' of ", op.schema().operator_name(),
@@ -334,15 +332,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // device, as TensorIterator demands of native kernels), or a device argument.
   std::optional<c10::Device> device;
   auto note = [&](const Tensor& t) {
-    if (!t.defined() || !is_xdal(t)) return;
-    if (!device) {
-      device = t.device();
-    } else {
-      TORCH_CHECK(*device == t.device(), "Expected all tensors to be on the same device, but found at least two devices, ",
-                  *device, " and ", t.device(), "!");
-    }
+    if (!device && t.defined() && is_xdal(t)) device = t.device();
   };
-  for (size_t i = 0; i < n; ++i) for_each_tensor((*stack)[base + i], note);
+  for (size_t i = 0; i < n && !device; ++i) for_each_tensor((*stack)[base + i], note);
   if (device) refuse_other_devices(op, *stack, base, *device);
   for (size_t i = 0; i < n && !device; ++i) {
     const c10::IValue& v = (*stack)[base + i];

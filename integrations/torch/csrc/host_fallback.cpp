@@ -147,24 +147,18 @@ xdal_function_t host_fallback_function() {
   return f;
 }
 
-// Floating-point operators whose CPU kernels refuse inputs by their
-// values: linear algebra (singular, not positive definite, not
-// converging), binary_cross_entropy (outside [0, 1]), histograms (a range
-// that is not finite), assertions.
-bool checks_values(const std::string& name) {
+// Floating-point operators whose CPU kernels must run where the caller
+// is: those that refuse inputs by their values (linear algebra: singular,
+// not positive definite, not converging; binary_cross_entropy: outside
+// [0, 1]; histograms: a range that is not finite; assertions), and those
+// that warn from shapes their meta kernels do not look at (var and std of
+// too few elements for the correction), since a host kernel drops its
+// warnings.
+bool needs_the_caller(const std::string& name) {
   for (const char* prefix : {"aten::linalg_", "aten::_linalg_", "aten::cholesky", "aten::inverse", "aten::lu",
                              "aten::_lu", "aten::triangular_solve", "aten::lstsq", "aten::geqrf", "aten::ormqr",
                              "aten::orgqr", "aten::logdet", "aten::det", "aten::slogdet", "aten::binary_cross_entropy",
-                             "aten::histc", "aten::histogram", "aten::_assert"})
-    if (name.rfind(prefix, 0) == 0) return true;
-  return false;
-}
-
-// Operators whose CPU kernels warn from shapes their meta kernels do not
-// look at (variances of too few elements for the correction): the host
-// kernel drops its warnings, so they run where the caller sees them.
-bool warns_in_kernel(const std::string& name) {
-  for (const char* prefix : {"aten::var", "aten::std"})
+                             "aten::histc", "aten::histogram", "aten::_assert", "aten::var", "aten::std"})
     if (name.rfind(prefix, 0) == 0) return true;
   return false;
 }
@@ -179,8 +173,7 @@ bool warns_in_kernel(const std::string& name) {
 bool allows(const c10::OperatorHandle& op) {
   const c10::FunctionSchema& schema = op.schema();
   if (schema.name().rfind("aten::", 0) != 0) return false;
-  if (checks_values(schema.name()) || warns_in_kernel(schema.name())) return false;
-  if (op.hasTag(at::Tag::nondeterministic_seeded)) return false;
+  if (needs_the_caller(schema.name()) || op.hasTag(at::Tag::nondeterministic_seeded)) return false;
   bool writes = !schema.returns().empty();
   for (const c10::Argument& a : schema.arguments()) {
     c10::TypePtr type = a.type();

@@ -33,8 +33,8 @@ Tensor sum_native(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
     const int64_t reduced = int64_t(seen.count());
     if (reduced != std::max<int64_t>(self.dim(), 1)) {
       if (reduced != 1) return Tensor();
-      while (!seen[size_t(++only)]) {
-      }
+      only = 0;
+      while (!seen[size_t(only)]) ++only;
     }
   }
   const at::ScalarType type =
