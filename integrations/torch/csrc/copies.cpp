@@ -255,6 +255,7 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
     c10::DeviceGuard g(dst.device());
     Tensor c = src.scalar_type() == dst.scalar_type() ? src : src.to(dst.scalar_type());
     raw_from_cpu(c, dst, non_blocking);
+    note_range_of_copy(c, dst);
   } else if (is_xdal(src) && dst.is_cpu()) {
     c10::DeviceGuard g(src.device());
     if (src.scalar_type() == dst.scalar_type() && dense_same_layout(src, dst)) {

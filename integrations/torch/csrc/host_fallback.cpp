@@ -14,7 +14,9 @@
 // errors are; and what it refuses for a dtype it does not implement, which
 // a meta kernel does not check, too. So operators go this way only where
 // neither can happen: ATen's operators, xdal operands of float32 or
-// float64, none of integer type (indices, targets, counts), no operator
+// float64, none of integer type (indices, targets, counts) but the class
+// targets of the NLL losses whose values are known to be in range
+// (known_ranges.cpp: a copy from the host, unwritten since), no operator
 // that checks values (linear algebra, binary_cross_entropy, histograms,
 // assertions) or warns from its kernel (var, std), no random operator,
 // tensor results or written arguments (an operator with neither runs for
@@ -37,6 +39,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -191,6 +194,30 @@ bool allows(const c10::OperatorHandle& op) {
   return true;
 }
 
+// The NLL losses' (cross_entropy's) class targets: the argument's place
+// and the class count of `self` (its only dimension, or its second), that
+// every target must be under. The CPU raises an out-of-range target when
+// it is called; on the host path that check runs on the calling thread
+// from what known_ranges.cpp knows of the values, so that the loss need
+// not wait for the stream to read them.
+struct ClassTargets {
+  size_t slot;
+  int64_t classes;
+};
+
+std::optional<ClassTargets> class_targets(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+  const std::string& name = schema.name();
+  if (name != "aten::nll_loss_forward" && name != "aten::nll_loss_backward" && name != "aten::nll_loss2d_forward" &&
+      name != "aten::nll_loss2d_backward")
+    return std::nullopt;
+  const std::optional<int> self = schema.argumentIndexWithName("self");
+  const std::optional<int> target = schema.argumentIndexWithName("target");
+  if (!self || !target || static_cast<size_t>(*self) >= args.size() || !args[*self].isTensor()) return std::nullopt;
+  const Tensor& input = args[*self].toTensor();
+  if (!input.defined() || input.dim() == 0) return std::nullopt;
+  return ClassTargets{static_cast<size_t>(*target), input.size(input.dim() == 1 ? 0 : 1)};
+}
+
 }  // namespace
 
 bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>* stack, size_t base,
@@ -208,6 +235,11 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   job->args = originals;
   std::vector<Tensor> device_inputs;
   bool eligible = true;
+  const std::optional<ClassTargets> targets = class_targets(schema, originals);
+  auto operand_type_ok = [&](const Tensor& t, size_t slot) {
+    if (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) return true;
+    return targets && slot == targets->slot && known_within(t, 0, targets->classes);
+  };
   auto take = [&](const Tensor& t, size_t slot, int64_t element, bool written) -> Tensor {
     if (!t.defined()) return t;
     if (t.layout() != at::kStrided) {
@@ -219,8 +251,7 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
       Tensor copy = t.clone();
       if (t.unsafeGetTensorImpl()->is_wrapped_number()) copy.unsafeGetTensorImpl()->set_wrapped_number(true);
       return copy;
-    } else if (t.device() != device || (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) ||
-               t.is_conj() || t.is_neg()) {
+    } else if (t.device() != device || !operand_type_ok(t, slot) || t.is_conj() || t.is_neg()) {
       eligible = false;
     } else {
       job->inputs.push_back({slot, element, t.scalar_type(), t.sizes().vec(), t.strides().vec()});

@@ -163,9 +163,9 @@ c10::IValue meta_twin(const c10::IValue& v) {
 // False where the CPU kernel refuses or disagrees with the meta kernel on
 // sizes or dtypes.
 // `args` with every xdal tensor replaced by a host tensor of its layout,
-// holding the same deterministic values every time (varied, in [0.25,
-// 1.25): the out= variant's results are compared with the functional
-// kernel's on them).
+// holding the same deterministic values every time (floating point ones
+// varied, in [0.25, 1.25): the out= variant's results are compared with
+// the functional kernel's on them; others 0).
 std::vector<c10::IValue> host_dummies(const std::vector<c10::IValue>& args) {
   auto dummy = [](const Tensor& t) -> Tensor {
     if (!t.defined() || !is_xdal(t)) return t;
@@ -173,10 +173,13 @@ std::vector<c10::IValue> host_dummies(const std::vector<c10::IValue>& args) {
     // Filled through its storage: an expanded layout has elements that
     // share memory, which copy_ refuses to write.
     const int64_t n = static_cast<int64_t>(d.storage().nbytes() / static_cast<size_t>(d.element_size()));
-    if (n > 0 && at::isFloatingType(d.scalar_type())) {
+    if (n > 0) {
       Tensor flat = at::empty({0}, d.options());
       flat.set_(d.storage(), 0, {n}, {1});
-      flat.copy_(at::arange(n, d.options()).mul_(0.377).remainder_(1.0).add_(0.25));
+      if (at::isFloatingType(d.scalar_type()))
+        flat.copy_(at::arange(n, d.options()).mul_(0.377).remainder_(1.0).add_(0.25));
+      else
+        flat.zero_();  // integers are indices here (class targets): 0 is in range
     }
     return d;
   };

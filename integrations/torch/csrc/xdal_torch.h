@@ -191,6 +191,15 @@ bool keep_for_capture(uint64_t capture_id, std::shared_ptr<void> object);
 // copy reads or writes at every replay) alive as long as the graph.
 void keep_storage_for_capture(const c10::Stream& stream, const c10::Storage& storage);
 
+// ---- ranges of small integer tensors copied from the host (known_ranges.cpp) ----
+// Notes the least and greatest of `cpu`'s elements, just copied into
+// `dst` (integer types, up to 64Ki elements; others are not noted).
+void note_range_of_copy(const at::Tensor& cpu, const at::Tensor& dst);
+// True when every element of `t` is known to lie in [low, high): `t` lies
+// within a noted copy whose range does, and no operator has written it
+// since (its version counter is where it was).
+bool known_within(const at::Tensor& t, int64_t low, int64_t high);
+
 // ---- pinned host memory (host_allocator.cpp) ----
 c10::Allocator* host_allocator();
 // True when `ptr` lies in pinned memory from xdal_malloc_host.

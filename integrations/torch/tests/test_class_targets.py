@@ -1,0 +1,124 @@
+"""The NLL losses (cross_entropy's) over class targets copied from the host:
+their values are known from the copy, so the losses check them at the call,
+as the CPU does, and run on the stream without waiting for it; targets of
+unknown values keep the copying fallback, whose CPU kernel checks them at
+the call too."""
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from conftest import make
+
+pytestmark = pytest.mark.skipif(
+    not torch.xdal.runs_host_kernels(), reason="the backend runs no host code: every fallback copies"
+)
+
+NLL = ("aten::nll_loss_forward", "aten::nll_loss_backward")
+NLL2D = ("aten::nll_loss2d_forward", "aten::nll_loss2d_backward")
+
+
+def losses_on_both(logits, target, **kwargs):
+    """cross_entropy and its input's gradient on the CPU and on xdal, with
+    the fallback counts of the xdal call."""
+    results = []
+    torch.xdal.reset_fallback_counts()
+    for device in ("cpu", "xdal"):
+        x = logits.detach().to(device).requires_grad_()
+        loss = F.cross_entropy(x, target.to(device), **kwargs)
+        loss.backward()
+        results.append((loss.detach().cpu(), x.grad.cpu()))
+    return results, torch.xdal.fallback_counts(), torch.xdal.host_fallback_counts()
+
+
+@pytest.mark.parametrize("shape, ops", [((16, 5), NLL), ((2, 5, 3, 4), NLL2D)], ids=["nll_loss", "nll_loss2d"])
+def test_targets_copied_from_the_host_run_the_loss_on_the_stream(shape, ops):
+    logits = make(shape, torch.float32)
+    target = torch.randint(0, shape[1], (shape[0],) + shape[2:], generator=torch.Generator().manual_seed(3))
+    (cpu, dev), fell_back, hosted = losses_on_both(logits, target)
+    for op in ops:
+        assert hosted.get(op) == 1 and fell_back.get(op) == 1, (op, fell_back, hosted)
+    torch.testing.assert_close(dev[0], cpu[0])
+    torch.testing.assert_close(dev[1], cpu[1])
+
+
+@pytest.mark.parametrize("bad", [4, -1, 100])
+def test_an_out_of_range_target_is_the_cpus_error_at_the_call(bad):
+    logits = make((3, 4), torch.float32)
+    target = torch.tensor([0, bad, 1])
+    with pytest.raises(IndexError) as on_cpu:
+        F.cross_entropy(logits, target)
+    with pytest.raises(IndexError) as on_xdal:
+        F.cross_entropy(logits.to("xdal"), target.to("xdal"))
+    assert str(on_xdal.value) == str(on_cpu.value)
+    torch.xdal.synchronize()  # nothing failed on the stream
+    assert torch.equal((logits.to("xdal") * 2).cpu(), logits * 2)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [lambda y: y.__setitem__(1, 9), lambda y: y.add_(7), lambda y: y[1:].copy_(torch.tensor([9, 9]))],
+    ids=["setitem", "add_", "copy_"],
+)
+def test_a_target_written_since_its_copy_is_checked_again_at_the_call(write):
+    logits = make((3, 4), torch.float32).to("xdal")
+    target = torch.tensor([0, 2, 1]).to("xdal")
+    F.cross_entropy(logits, target)  # in range: on the stream
+    write(target)
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(logits, target)
+    torch.xdal.synchronize()
+
+
+def test_targets_computed_on_the_device_keep_the_copying_fallback():
+    logits = make((8, 5), torch.float32)
+    target = (logits * -1).to("xdal").argmax(1)
+    torch.xdal.reset_fallback_counts()
+    got = F.cross_entropy(logits.to("xdal"), target)
+    assert torch.xdal.fallback_counts().get("aten::nll_loss_forward") == 1
+    assert "aten::nll_loss_forward" not in torch.xdal.host_fallback_counts()
+    torch.testing.assert_close(got.cpu(), F.cross_entropy(logits, target.cpu()))
+
+
+def test_ignored_targets_keep_the_copying_fallback():
+    """-100 (ignore_index) is out of the class range: the range cannot tell
+    an ignored target from a bad one, and the CPU kernel decides."""
+    logits = make((8, 5), torch.float32)
+    target = torch.tensor([0, -100, 4, 1, -100, 2, 3, 0])
+    (cpu, dev), fell_back, hosted = losses_on_both(logits, target)
+    assert fell_back.get("aten::nll_loss_forward") == 1 and "aten::nll_loss_forward" not in hosted
+    torch.testing.assert_close(dev[0], cpu[0])
+    torch.testing.assert_close(dev[1], cpu[1])
+
+
+_STALE_CHILD = """
+import torch, torch.nn.functional as F
+logits = torch.randn(3, 4).to("xdal")
+target = torch.tensor([0, 2, 1]).to("xdal")
+version = target._version
+target.data[1] = 9  # through .data: the target's version counter does not move
+print("unmoved", target._version == version)
+side = torch.xdal.Stream()
+with torch.xdal.stream(side):
+    side.wait_stream(torch.xdal.default_stream())
+    F.cross_entropy(logits, target)
+    try:
+        side.synchronize()
+        print("no error")
+    except RuntimeError as e:
+        print("failed", "out of bounds" in str(e))
+print("others", torch.equal((logits + 1).cpu(), logits.cpu() + 1))
+"""
+
+
+def test_a_target_changed_behind_its_version_counter_fails_the_stream_not_the_values():
+    """A write through `.data` is not seen: the range known from the copy is
+    stale. The CPU kernel still checks every target as it runs, so the
+    stream fails at its next synchronization with the kernel's message, as
+    after a GPU's device-side assert, and other streams go on. In a child:
+    the stream keeps its error."""
+    done = subprocess.run([sys.executable, "-c", _STALE_CHILD], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["unmoved", "True", "failed", "True", "others", "True"], done.stdout
