@@ -13,16 +13,17 @@
 // the stream's next synchronization, and then stickily, as a GPU's device
 // errors are; and what it refuses for a dtype it does not implement, which
 // a meta kernel does not check, too. So operators go this way only where
-// neither can happen: ATen's operators, xdal operands of float32 or
-// float64, none of integer type (indices, targets, counts) but the class
-// targets of the NLL losses whose values are known to be in range
-// (known_ranges.cpp: a copy from the host, unwritten since), no operator
-// that checks values (linear algebra, binary_cross_entropy, histograms,
-// assertions) or warns from its kernel (var, std), no random operator,
-// tensor results or written arguments (an operator with neither runs for
-// its checks), and out= arguments only where neither the meta kernel nor
-// the CPU kernel resizes or relays them (memory over the device's cannot
-// be reallocated by a CPU kernel). Everything else keeps the copying
+// neither can happen: ATen's operators, xdal operands of float32,
+// float64 or bool (masks; not where they index), none of integer type
+// (indices, targets, counts) but indices whose values are known to be in
+// range (bounded_indices; known_ranges.cpp: a copy from the host,
+// unwritten since), no operator that checks values (linear algebra,
+// binary_cross_entropy, histograms, assertions) or warns from its kernel
+// (var, std), no random operator, tensor results or written arguments (an
+// operator with neither runs for its checks), and out= arguments only
+// where neither the meta kernel nor the CPU kernel resizes or relays them
+// (memory over the device's cannot be reallocated by a CPU kernel; an
+// empty out is sized beforehand). Everything else keeps the copying
 // fallback (fallback.cpp), with its synchronous errors and warnings. Into
 // a graph capture, the job is kept with the graph and runs at every replay.
 #include "host_fallback.h"
@@ -37,6 +38,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -158,6 +160,7 @@ xdal_function_t host_fallback_function() {
 // too few elements for the correction), since a host kernel drops its
 // warnings.
 bool needs_the_caller(const std::string& name) {
+  if (name == "aten::linalg_vector_norm") return false;  // a norm refuses no values
   for (const char* prefix : {"aten::linalg_", "aten::_linalg_", "aten::cholesky", "aten::inverse", "aten::lu",
                              "aten::_lu", "aten::triangular_solve", "aten::lstsq", "aten::geqrf", "aten::ormqr",
                              "aten::orgqr", "aten::logdet", "aten::det", "aten::slogdet", "aten::binary_cross_entropy",
@@ -194,28 +197,91 @@ bool allows(const c10::OperatorHandle& op) {
   return true;
 }
 
-// The NLL losses' (cross_entropy's) class targets: the argument's place
-// and the class count of `self` (its only dimension, or its second), that
-// every target must be under. The CPU raises an out-of-range target when
-// it is called; on the host path that check runs on the calling thread
-// from what known_ranges.cpp knows of the values, so that the loss need
-// not wait for the stream to read them.
-struct ClassTargets {
+// The elements of one pooled plane (or volume) of `input`, that max
+// pooling's indices count in; 0 for other operators or a shape without.
+int64_t pooled_elements(const std::string& name, const Tensor& input) {
+  const int64_t dims = name.rfind("aten::max_pool2d_with_indices", 0) == 0   ? 2
+                       : name.rfind("aten::max_pool3d_with_indices", 0) == 0 ? 3
+                                                                              : 0;
+  if (dims == 0 || input.dim() < dims) return 0;
+  int64_t elements = 1;
+  for (int64_t d = input.dim() - dims; d < input.dim(); ++d) elements *= input.size(d);
+  return elements;
+}
+
+// Notes the range of results that their kernel bounds, whatever the
+// values it reads: max pooling's indices lie in the input's plane, and
+// its backward can then take them on the host path.
+void note_bounded_results(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args,
+                          const std::vector<Tensor>& results) {
+  const std::string& name = schema.name();
+  if (name != "aten::max_pool2d_with_indices" && name != "aten::max_pool3d_with_indices") return;
+  if (results.size() != 2 || !results[1].defined() || args.empty() || !args[0].isTensor()) return;
+  const int64_t plane = pooled_elements(name, args[0].toTensor());
+  if (plane > 0) note_range(results[1], 0, plane - 1);
+}
+
+// An integer operand the CPU kernel uses as indices, and the bound its
+// values must stay under: the NLL losses' (cross_entropy's) class targets
+// (the class count of `self`, its only dimension or its second),
+// index_select's index (what embedding calls: `self`'s size along `dim`),
+// the embedding backward's indices (`num_weights`), max pooling's indices
+// in its backward (the input's plane). The CPU refuses an
+// index out of range when it is called; on the host path that check runs
+// on the calling thread from what known_ranges.cpp knows of the values, so
+// that the operator need not wait for the stream to read them.
+struct BoundedIndices {
   size_t slot;
-  int64_t classes;
+  int64_t bound;
 };
 
-std::optional<ClassTargets> class_targets(const c10::FunctionSchema& schema, const std::vector<c10::IValue>& args) {
+std::optional<BoundedIndices> bounded_indices(const c10::FunctionSchema& schema,
+                                              const std::vector<c10::IValue>& args) {
   const std::string& name = schema.name();
-  if (name != "aten::nll_loss_forward" && name != "aten::nll_loss_backward" && name != "aten::nll_loss2d_forward" &&
-      name != "aten::nll_loss2d_backward")
-    return std::nullopt;
-  const std::optional<int> self = schema.argumentIndexWithName("self");
-  const std::optional<int> target = schema.argumentIndexWithName("target");
-  if (!self || !target || static_cast<size_t>(*self) >= args.size() || !args[*self].isTensor()) return std::nullopt;
-  const Tensor& input = args[*self].toTensor();
-  if (!input.defined() || input.dim() == 0) return std::nullopt;
-  return ClassTargets{static_cast<size_t>(*target), input.size(input.dim() == 1 ? 0 : 1)};
+  auto arg = [&](const char* wanted) -> const c10::IValue* {
+    const std::optional<int> i = schema.argumentIndexWithName(wanted);
+    return i && static_cast<size_t>(*i) < args.size() ? &args[*i] : nullptr;
+  };
+  auto slot_of = [&](const char* wanted) { return static_cast<size_t>(*schema.argumentIndexWithName(wanted)); };
+  if (name == "aten::nll_loss_forward" || name == "aten::nll_loss_backward" || name == "aten::nll_loss2d_forward" ||
+      name == "aten::nll_loss2d_backward") {
+    const c10::IValue* self = arg("self");
+    if (!self || !arg("target") || !self->isTensor() || self->toTensor().dim() == 0) return std::nullopt;
+    const Tensor& input = self->toTensor();
+    return BoundedIndices{slot_of("target"), input.size(input.dim() == 1 ? 0 : 1)};
+  }
+  if (name == "aten::index_select") {
+    const c10::IValue* self = arg("self");
+    const c10::IValue* dim = arg("dim");
+    if (!self || !dim || !arg("index") || !self->isTensor() || !dim->isInt()) return std::nullopt;
+    const Tensor& input = self->toTensor();
+    const int64_t rank = std::max<int64_t>(input.dim(), 1);
+    const int64_t d = dim->toInt() < 0 ? dim->toInt() + rank : dim->toInt();
+    if (d < 0 || d >= rank) return std::nullopt;  // the copying path raises the CPU's error
+    return BoundedIndices{slot_of("index"), input.dim() == 0 ? 1 : input.size(d)};
+  }
+  if (name == "aten::max_pool2d_with_indices_backward" || name == "aten::max_pool3d_with_indices_backward") {
+    const c10::IValue* self = arg("self");
+    if (!self || !arg("indices") || !self->isTensor()) return std::nullopt;
+    const int64_t plane = pooled_elements(name, self->toTensor());
+    if (plane <= 0) return std::nullopt;
+    return BoundedIndices{slot_of("indices"), plane};
+  }
+  if (name == "aten::embedding_dense_backward") {
+    const c10::IValue* weights = arg("num_weights");
+    if (!weights || !arg("indices") || !weights->isInt()) return std::nullopt;
+    return BoundedIndices{slot_of("indices"), weights->toInt()};
+  }
+  return std::nullopt;
+}
+
+// Boolean operands (masks) hold no indices, save in the operators that
+// index with them, whose CPU kernels check values against the mask's
+// count (`x[mask] = values`).
+bool indexes_by_mask(const std::string& name) {
+  for (const char* prefix : {"aten::index", "aten::_index_put", "aten::masked_scatter", "aten::_unsafe_masked_index"})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
 }
 
 }  // namespace
@@ -226,19 +292,23 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   if (!allows(op)) return false;
   const c10::FunctionSchema& schema = op.schema();
   const size_t n = schema.arguments().size();
+  host_fallback::size_empty_outs(op, std::vector<c10::IValue>(stack->begin() + static_cast<std::ptrdiff_t>(base),
+                                                             stack->end()));
   const std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
 
-  // The operands: xdal tensors of float32/float64, strided, on `device`;
-  // CPU tensors only as 0-dimensional scalars read, never written (copied,
-  // so that the caller may change them before the kernel runs).
+  // The operands: xdal tensors of float32/float64 (bool where they do not
+  // index; integers as indices of known range), strided, on `device`; CPU
+  // tensors only as 0-dimensional scalars read, never written (copied, so
+  // that the caller may change them before the kernel runs).
   auto job = std::make_unique<HostJob>(op);
   job->args = originals;
   std::vector<Tensor> device_inputs;
   bool eligible = true;
-  const std::optional<ClassTargets> targets = class_targets(schema, originals);
+  const std::optional<BoundedIndices> indices = bounded_indices(schema, originals);
   auto operand_type_ok = [&](const Tensor& t, size_t slot) {
     if (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) return true;
-    return targets && slot == targets->slot && known_within(t, 0, targets->classes);
+    if (t.scalar_type() == at::kBool) return !indexes_by_mask(schema.name());
+    return indices && slot == indices->slot && known_within(t, 0, indices->bound);
   };
   auto take = [&](const Tensor& t, size_t slot, int64_t element, bool written) -> Tensor {
     if (!t.defined()) return t;
@@ -317,6 +387,7 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   const xdal_dim3_t one{1, 1, 1};
   TX_CHECK(xdal_launch_kernel(host_fallback_function(), one, one, 0, native_stream(stream), args.data(), args.size()));
   job.release();  // the kernel's now (or the graph's)
+  note_bounded_results(schema, originals, outputs);
 
   // The results: in-place ones are their arguments, the others the tensors
   // the kernel fills.

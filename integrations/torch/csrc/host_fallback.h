@@ -35,6 +35,13 @@ struct MetaAnswer {
 // the caller gave them), from the cache of answers by call signature.
 std::shared_ptr<const MetaAnswer> meta_answer(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args);
 
+// An out= tensor without elements is how composite operators ask for a
+// result (abs, logsumexp: `abs_out(at::empty({0}), x)`), and resizing it
+// warns of nothing: each such out of the call takes, on the device, the
+// layout the meta kernel gives it, so that the CPU kernel has nothing to
+// resize and the call may take the host path.
+void size_empty_outs(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args);
+
 // The ATen operator's schema type is a tensor's.
 inline bool is_tensor_type(const c10::TypePtr& type) { return type->kind() == c10::TypeKind::TensorType; }
 

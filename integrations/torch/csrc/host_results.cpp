@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -293,28 +294,25 @@ bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IVal
   return true;
 }
 
-// Whether the operator would resize one of its out= tensors, asked of the
-// meta kernel with empty outs, whose resizing warns of nothing. Such a
-// call cannot take the host path (memory over the device's is not
-// reallocated by a CPU kernel), and asking with the real outs would warn
-// that they were resized: a meta kernel written in Python warns through
-// Python's warnings module, which no C++ handler sees, and the copying
-// fallback's CPU kernel then warned a second time. True also where the
-// meta kernel refuses.
-bool resizes_an_out(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+// The out= tensors of a call and what the meta kernel makes of them when
+// given empty ones, whose resizing warns of nothing: pairs of the real out
+// and its meta twin after the call. Empty where the call has no out=, none
+// where the meta kernel refuses.
+std::optional<std::vector<std::pair<Tensor, Tensor>>> meta_outs(const c10::OperatorHandle& op,
+                                                               const std::vector<c10::IValue>& args) {
   const auto& schema_args = op.schema().arguments();
   std::vector<c10::IValue> stack;
-  std::vector<std::pair<Tensor, c10::IntArrayRef>> outs;  // an empty meta out, the real out's sizes
+  std::vector<std::pair<Tensor, Tensor>> outs;
   for (size_t i = 0; i < args.size(); ++i) {
     if (i < schema_args.size() && schema_args[i].is_out() && args[i].isTensor() && args[i].toTensor().defined()) {
       const Tensor& out = args[i].toTensor();
-      outs.emplace_back(at::empty({0}, out.options().device(at::kMeta)), out.sizes());
-      stack.emplace_back(outs.back().first);
+      outs.emplace_back(out, at::empty({0}, out.options().device(at::kMeta)));
+      stack.emplace_back(outs.back().second);
     } else {
       stack.push_back(meta_twin(args[i]));
     }
   }
-  if (outs.empty()) return false;
+  if (outs.empty()) return outs;
   struct Drop : c10::WarningHandler {
     void process(const c10::Warning&) override {}
   } drop;
@@ -322,10 +320,23 @@ bool resizes_an_out(const c10::OperatorHandle& op, const std::vector<c10::IValue
     c10::WarningUtils::WarningHandlerGuard guard(&drop);
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
   } catch (const std::exception&) {
-    return true;
+    return std::nullopt;
   }
-  for (const auto& [meta_out, sizes] : outs)
-    if (!meta_out.sizes().equals(sizes)) return true;
+  return outs;
+}
+
+// Whether the operator would resize one of its out= tensors. Such a call
+// cannot take the host path (memory over the device's is not reallocated
+// by a CPU kernel), and asking the meta kernel with the real outs would
+// warn that they were resized: a meta kernel written in Python warns
+// through Python's warnings module, which no C++ handler sees, and the
+// copying fallback's CPU kernel then warned a second time. True also where
+// the meta kernel refuses.
+bool resizes_an_out(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+  const auto outs = meta_outs(op, args);
+  if (!outs) return true;
+  for (const auto& [out, meta] : *outs)
+    if (!meta.sizes().equals(out.sizes())) return true;
   return false;
 }
 
@@ -368,6 +379,23 @@ MetaAnswer ask_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
 }
 
 }  // namespace
+
+void size_empty_outs(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+  bool any_empty = false;
+  const auto& schema_args = op.schema().arguments();
+  for (size_t i = 0; i < args.size() && i < schema_args.size(); ++i)
+    any_empty = any_empty || (schema_args[i].is_out() && args[i].isTensor() && args[i].toTensor().defined() &&
+                              args[i].toTensor().numel() == 0);
+  if (!any_empty) return;
+  const auto outs = meta_outs(op, args);
+  if (!outs) return;  // the copying fallback raises the CPU's error
+  for (const auto& [out, meta] : *outs) {
+    if (out.numel() != 0 || meta.sizes().equals(out.sizes()) || !meta.is_non_overlapping_and_dense()) continue;
+    Tensor grown = out;  // the same TensorImpl: the caller's out itself
+    grown.resize_(meta.sizes());
+    if (!grown.strides().equals(meta.strides())) grown.as_strided_(meta.sizes(), meta.strides());
+  }
+}
 
 std::shared_ptr<const MetaAnswer> meta_answer(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
   std::string key = op.schema().name() + "." + op.schema().overload_name() + "|";

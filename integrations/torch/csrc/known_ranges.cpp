@@ -1,9 +1,10 @@
-// What torch_xdal knows of the values of small integer tensors copied from
-// the host: their least and greatest element, read on the host at the
-// copy. Class targets are such tensors (`y.to("xdal")`), and the NLL
-// losses may check them against the class count on the calling thread,
-// where the CPU raises an out-of-range target, without waiting for the
-// stream (host_fallback.cpp).
+// What torch_xdal knows of the values of integer tensors on the device:
+// their least and greatest element, read on the host when a small one was
+// copied from there, or known from the kernel that writes them (max
+// pooling's indices). Class targets and embedding ids are such copies
+// (`y.to("xdal")`), and the operators that index with them may check them
+// against their bound on the calling thread, where the CPU raises an
+// index out of range, without waiting for the stream (host_fallback.cpp).
 //
 // The range holds while the tensor's version counter is where it was at
 // the copy: every write through an operator bumps it (in-place, out=,
@@ -64,28 +65,33 @@ std::pair<const char*, const char*> span_of(const at::Tensor& t) {
 
 }  // namespace
 
-void note_range_of_copy(const at::Tensor& cpu, const at::Tensor& dst) {
-  if (!tracked_dtype(dst.scalar_type()) || cpu.scalar_type() != dst.scalar_type() || dst.numel() == 0 ||
-      dst.numel() > kMaxElements || dst.is_inference() || !dst.has_storage())
-    return;
-  const auto [least, greatest] = at::aminmax(cpu);
-  const auto [begin, end] = span_of(dst);
-  KnownRange range{dst.storage().getWeakStorageImpl(),
+void note_range(const at::Tensor& t, int64_t least, int64_t greatest) {
+  if (!tracked_dtype(t.scalar_type()) || t.numel() == 0 || t.is_inference() || !t.has_storage()) return;
+  const auto [begin, end] = span_of(t);
+  KnownRange range{t.storage().getWeakStorageImpl(),
                    begin,
                    end,
-                   dst.scalar_type(),
-                   dst.unsafeGetTensorImpl()->version_counter().current_version(),
-                   least.item<int64_t>(),
-                   greatest.item<int64_t>()};
+                   t.scalar_type(),
+                   t.unsafeGetTensorImpl()->version_counter().current_version(),
+                   least,
+                   greatest};
   std::lock_guard<std::mutex> g(ranges_mutex);
   for (auto& r : ranges) {
-    if (r && r->storage._unsafe_get_target() == dst.storage().unsafeGetStorageImpl()) {
+    if (r && r->storage._unsafe_get_target() == t.storage().unsafeGetStorageImpl()) {
       r = std::move(range);  // the storage's new contents
       return;
     }
   }
   ranges[next_slot] = std::move(range);
   next_slot = (next_slot + 1) % ranges.size();
+}
+
+void note_range_of_copy(const at::Tensor& cpu, const at::Tensor& dst) {
+  if (!tracked_dtype(dst.scalar_type()) || cpu.scalar_type() != dst.scalar_type() || dst.numel() == 0 ||
+      dst.numel() > kMaxElements)
+    return;
+  const auto [least, greatest] = at::aminmax(cpu);
+  note_range(dst, least.item<int64_t>(), greatest.item<int64_t>());
 }
 
 bool known_within(const at::Tensor& t, int64_t low, int64_t high) {

@@ -191,7 +191,10 @@ bool keep_for_capture(uint64_t capture_id, std::shared_ptr<void> object);
 // copy reads or writes at every replay) alive as long as the graph.
 void keep_storage_for_capture(const c10::Stream& stream, const c10::Storage& storage);
 
-// ---- ranges of small integer tensors copied from the host (known_ranges.cpp) ----
+// ---- known ranges of integer tensors on the device (known_ranges.cpp) ----
+// Notes that `t`'s elements lie in [least, greatest], as its writer
+// guarantees (integer types; the last 32 tensors noted are kept).
+void note_range(const at::Tensor& t, int64_t least, int64_t greatest);
 // Notes the least and greatest of `cpu`'s elements, just copied into
 // `dst` (integer types, up to 64Ki elements; others are not noted).
 void note_range_of_copy(const at::Tensor& cpu, const at::Tensor& dst);

@@ -116,6 +116,51 @@ def test_errors_that_depend_on_values_stay_synchronous_and_leave_the_device_usab
     assert torch.equal(torch.relu(logits).cpu(), torch.relu(logits.cpu()))
 
 
+def test_boolean_masks_run_on_the_stream_but_not_where_they_index():
+    """A mask holds no index: where, masked_fill and any run as host
+    kernels. Assigning through a mask checks the values' count against the
+    mask's, which the CPU raises at the call: it keeps the copying path."""
+    x = make((6, 5), torch.float32)
+    mask = x > 0.7
+    dx, dmask = x.to("xdal"), mask.to("xdal")
+    torch.xdal.reset_fallback_counts()
+    got = (torch.where(dmask, dx, -dx), dx.masked_fill(dmask, 2.0), dmask.any(1))
+    hosted = torch.xdal.host_fallback_counts()
+    for op in ("aten::where.self", "aten::masked_fill_.Scalar", "aten::any.dim"):
+        assert hosted.get(op) == 1, (op, hosted)
+    for g, want in zip(got, (torch.where(mask, x, -x), x.masked_fill(mask, 2.0), mask.any(1))):
+        assert torch.equal(g.cpu(), want)
+    values = torch.ones(int(mask.sum()) + 1)
+    with pytest.raises(RuntimeError) as on_cpu:
+        x.clone()[mask] = values
+    with pytest.raises(RuntimeError) as on_xdal:
+        dx.clone()[dmask] = values.to("xdal")
+    assert str(on_xdal.value) == str(on_cpu.value)
+    torch.xdal.synchronize()
+
+
+def test_composite_operators_asking_with_an_empty_out_run_on_the_stream():
+    """abs and logsumexp call their out= variant with an empty tensor; it is
+    sized on the device first, and the CPU kernel writes it in place."""
+    x = make((4, 7), torch.float32) - 0.5
+    torch.xdal.reset_fallback_counts()
+    got = (x.to("xdal").abs(), x.to("xdal").logsumexp(1))
+    fell_back, hosted = counts()
+    assert {"aten::abs.out", "aten::logsumexp.out"} <= hosted.keys() and fell_back == hosted, (fell_back, hosted)
+    assert torch.equal(got[0].cpu(), x.abs())
+    torch.testing.assert_close(got[1].cpu(), x.logsumexp(1))
+
+
+def test_a_vector_norm_is_not_a_solver_and_runs_on_the_stream():
+    # What clip_grad_norm_ computes per parameter; unlike the linalg
+    # solvers, no value makes it fail.
+    x = make((5, 6), torch.float32)
+    torch.xdal.reset_fallback_counts()
+    got = torch.linalg.vector_norm(x.to("xdal"), 2)
+    assert counts()[1].get("aten::linalg_vector_norm") == 1
+    torch.testing.assert_close(got.cpu(), torch.linalg.vector_norm(x, 2))
+
+
 def test_random_operators_keep_the_callers_order_of_draws():
     torch.xdal.reset_fallback_counts()
     torch.manual_seed(4)
@@ -186,7 +231,9 @@ def test_an_out_variant_that_computes_otherwise_than_the_functional_kernel_is_no
 
 def test_out_arguments_of_the_right_layout_are_written_by_the_host_kernel():
     # What torch.compile's extern kernels call: out= tensors allocated at
-    # the result's shape. One of another shape is resized as the CPU does,
+    # the result's shape. An empty one (how composite operators such as abs
+    # ask for a result) is sized beforehand, on the device; one of another
+    # shape with elements is resized as the CPU does, with its warning,
     # through the copying fallback (a kernel cannot reallocate device memory).
     a, b, c = make((4, 6), torch.float32), make((6, 3), torch.float32), make((4, 3), torch.float32)
     out = torch.empty(4, 3, device="xdal")
@@ -196,9 +243,17 @@ def test_out_arguments_of_the_right_layout_are_written_by_the_host_kernel():
     assert r is out and out.data_ptr() == addr
     assert torch.xdal.host_fallback_counts().get("aten::addmm.out", 0) == 1
     assert torch.equal(out.cpu(), torch.addmm(c, a, b, beta=0.5))
-    wrong = torch.empty(0, device="xdal")
+    empty = torch.empty(0, device="xdal")
     torch.xdal.reset_fallback_counts()
-    torch.addmm(c.to("xdal"), a.to("xdal"), b.to("xdal"), out=wrong)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an empty out is resized without a word, as on the CPU
+        torch.addmm(c.to("xdal"), a.to("xdal"), b.to("xdal"), out=empty)
+    assert counts()[1].get("aten::addmm.out", 0) == 1
+    assert empty.shape == (4, 3) and torch.equal(empty.cpu(), torch.addmm(c, a, b))
+    wrong = torch.empty(2, 2, device="xdal")
+    torch.xdal.reset_fallback_counts()
+    with pytest.warns(UserWarning, match="was resized"):
+        torch.addmm(c.to("xdal"), a.to("xdal"), b.to("xdal"), out=wrong)
     fell_back, hosted = counts()
     assert fell_back.get("aten::addmm.out", 0) == 1 and "aten::addmm.out" not in hosted
     assert wrong.shape == (4, 3) and torch.equal(wrong.cpu(), torch.addmm(c, a, b))

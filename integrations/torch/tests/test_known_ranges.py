@@ -1,8 +1,9 @@
-"""The NLL losses (cross_entropy's) over class targets copied from the host:
-their values are known from the copy, so the losses check them at the call,
-as the CPU does, and run on the stream without waiting for it; targets of
-unknown values keep the copying fallback, whose CPU kernel checks them at
-the call too."""
+"""Operators over integer indices whose values xdal knows: class targets
+and embedding ids copied from the host (known from the copy), max pooling's
+indices (bounded by the kernel that wrote them). Such operators check the
+indices at the call, as the CPU does, and run on the stream without waiting
+for it; indices of unknown values keep the copying fallback, whose CPU
+kernel checks them at the call too."""
 import subprocess
 import sys
 
@@ -122,3 +123,54 @@ def test_a_target_changed_behind_its_version_counter_fails_the_stream_not_the_va
     done = subprocess.run([sys.executable, "-c", _STALE_CHILD], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["unmoved", "True", "failed", "True", "others", "True"], done.stdout
+
+
+def test_embedding_ids_copied_from_the_host_run_forward_and_backward_on_the_stream():
+    torch.manual_seed(0)
+    cpu = torch.nn.Embedding(20, 6)
+    dev = torch.nn.Embedding(20, 6).to("xdal")
+    dev.load_state_dict(cpu.state_dict())
+    ids = torch.tensor([[3, 19, 0], [7, 7, 12]])
+    torch.xdal.reset_fallback_counts()
+    for model, i in ((cpu, ids), (dev, ids.to("xdal"))):
+        (model(i) * torch.arange(6.0, device=i.device)).sum().backward()
+    hosted = torch.xdal.host_fallback_counts()
+    assert hosted.get("aten::index_select") == 1 and hosted.get("aten::embedding_dense_backward") == 1, hosted
+    torch.testing.assert_close(dev.weight.grad.cpu(), cpu.weight.grad)
+
+
+def test_an_embedding_id_out_of_range_is_the_cpus_error_at_the_call():
+    weight = make((5, 3), torch.float32)
+    ids = torch.tensor([1, 5])
+    with pytest.raises(IndexError) as on_cpu:
+        F.embedding(ids, weight)
+    with pytest.raises(IndexError) as on_xdal:
+        F.embedding(ids.to("xdal"), weight.to("xdal"))
+    assert str(on_xdal.value) == str(on_cpu.value)
+    torch.xdal.synchronize()
+
+
+def test_max_pooling_indices_are_known_to_its_backward():
+    """The forward's indices lie in the input's plane by construction: the
+    backward takes them on the stream. Indices written since (here in place,
+    by an operator) take the copying path, which gives the CPU's result."""
+    x = make((2, 3, 8, 8), torch.float32)
+    cpu_x, dev_x = x.clone().requires_grad_(), x.to("xdal").requires_grad_()
+    torch.xdal.reset_fallback_counts()
+    for t in (cpu_x, dev_x):
+        F.max_pool2d(t, 2).pow(2).sum().backward()
+    hosted = torch.xdal.host_fallback_counts()
+    assert hosted.get("aten::max_pool2d_with_indices_backward") == 1, hosted
+    torch.testing.assert_close(dev_x.grad.cpu(), cpu_x.grad)
+
+    out, indices = torch.ops.aten.max_pool2d_with_indices(x.to("xdal"), [2, 2])
+    indices.add_(0)  # written: the range known from the forward no longer holds
+    grad = torch.ones_like(out)
+    torch.xdal.reset_fallback_counts()
+    got = torch.ops.aten.max_pool2d_with_indices_backward(grad, x.to("xdal"), [2, 2], [2, 2], [0, 0], [1, 1], False,
+                                                          indices)
+    assert "aten::max_pool2d_with_indices_backward" not in torch.xdal.host_fallback_counts()
+    ref_out, ref_indices = torch.ops.aten.max_pool2d_with_indices(x, [2, 2])
+    want = torch.ops.aten.max_pool2d_with_indices_backward(torch.ones_like(ref_out), x, [2, 2], [2, 2], [0, 0], [1, 1],
+                                                           False, ref_indices)
+    assert torch.equal(got.cpu(), want)
