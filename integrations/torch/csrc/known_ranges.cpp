@@ -21,6 +21,7 @@
 #include <c10/core/StorageImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include <algorithm>
 #include <array>
 #include <mutex>
 #include <optional>
@@ -41,11 +42,16 @@ struct KnownRange {
   at::ScalarType dtype;
   uint32_t version;
   int64_t least, greatest;
+  uint64_t last_used;  // a tick of `clock` (noted or asked)
 };
 
+// 32 ranges: a new one takes the slot of the same storage, else of a
+// storage gone (max pooling notes new indices at every step, freed at the
+// next), else the one least recently noted or asked for, so that a
+// training loop's targets, copied once, stay known.
 std::mutex ranges_mutex;
-std::array<std::optional<KnownRange>, 32> ranges;  // the latest copies, oldest overwritten
-size_t next_slot = 0;
+std::array<std::optional<KnownRange>, 32> ranges;
+uint64_t clock = 0;
 
 bool tracked_dtype(at::ScalarType t) {
   return t == at::kByte || t == at::kChar || t == at::kShort || t == at::kInt || t == at::kLong;
@@ -74,16 +80,19 @@ void note_range(const at::Tensor& t, int64_t least, int64_t greatest) {
                    t.scalar_type(),
                    t.unsafeGetTensorImpl()->version_counter().current_version(),
                    least,
-                   greatest};
+                   greatest,
+                   0};
   std::lock_guard<std::mutex> g(ranges_mutex);
-  for (auto& r : ranges) {
-    if (r && r->storage._unsafe_get_target() == t.storage().unsafeGetStorageImpl()) {
-      r = std::move(range);  // the storage's new contents
-      return;
-    }
-  }
-  ranges[next_slot] = std::move(range);
-  next_slot = (next_slot + 1) % ranges.size();
+  range.last_used = ++clock;
+  std::optional<KnownRange>* slot = nullptr;
+  for (auto& r : ranges)
+    if (r && r->storage._unsafe_get_target() == t.storage().unsafeGetStorageImpl()) slot = &r;  // new contents
+  for (auto& r : ranges)
+    if (!slot && (!r || r->storage.expired())) slot = &r;
+  if (!slot)  // every slot holds a live range
+    slot = &*std::min_element(ranges.begin(), ranges.end(),
+                              [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
+  *slot = std::move(range);
 }
 
 void note_range_of_copy(const at::Tensor& cpu, const at::Tensor& dst) {
@@ -101,8 +110,9 @@ bool known_within(const at::Tensor& t, int64_t low, int64_t high) {
   const uint32_t version = t.unsafeGetTensorImpl()->version_counter().current_version();
   const auto [begin, end] = span_of(t);
   std::lock_guard<std::mutex> g(ranges_mutex);
-  for (const auto& r : ranges) {
+  for (auto& r : ranges) {
     if (!r || r->storage._unsafe_get_target() != storage || r->storage.expired()) continue;
+    r->last_used = ++clock;
     return r->dtype == t.scalar_type() && r->version == version && begin >= r->begin && end <= r->end &&
            r->least >= low && r->greatest < high;
   }

@@ -174,3 +174,19 @@ def test_max_pooling_indices_are_known_to_its_backward():
     want = torch.ops.aten.max_pool2d_with_indices_backward(torch.ones_like(ref_out), x, [2, 2], [2, 2], [0, 0], [1, 1],
                                                            False, ref_indices)
     assert torch.equal(got.cpu(), want)
+
+
+def test_targets_used_at_every_step_stay_known_whatever_else_is_noted():
+    """Ranges are kept for 32 tensors: one of a tensor that is gone is
+    replaced first (max pooling notes new indices at every step), then the
+    one least recently noted or used, so a training loop's targets stay."""
+    logits = make((4, 3), torch.float32).to("xdal")
+    target = torch.tensor([0, 2, 1, 1]).to("xdal")
+    image = make((1, 1, 4, 4), torch.float32).to("xdal")
+    kept = []
+    for step in range(40):
+        F.max_pool2d(image, 2, return_indices=True)  # indices noted, then freed
+        kept.append(torch.tensor([step]).to("xdal"))  # small copies that stay alive
+        torch.xdal.reset_fallback_counts()
+        F.cross_entropy(logits, target)
+        assert torch.xdal.host_fallback_counts().get("aten::nll_loss_forward") == 1, step
