@@ -180,7 +180,7 @@ std::vector<c10::IValue> host_dummies(const std::vector<c10::IValue>& args) {
       if (at::isFloatingType(d.scalar_type()))
         flat.copy_(at::arange(n, d.options()).mul_(0.377).remainder_(1.0).add_(0.25));
       else
-        flat.zero_();  // integers are indices here (class targets): 0 is in range
+        flat.zero_();  // integers are indices here (of known range): 0 is in range
     }
     return d;
   };

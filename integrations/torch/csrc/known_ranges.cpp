@@ -6,14 +6,13 @@
 // against their bound on the calling thread, where the CPU raises an
 // index out of range, without waiting for the stream (host_fallback.cpp).
 //
-// The range holds while the tensor's version counter is where it was at
-// the copy: every write through an operator bumps it (in-place, out=,
-// views sharing the counter). A write that bypasses it (through `.data`,
-// a tensor built over the same storage, a graph replay, raw pointers)
-// leaves a stale range; the CPU kernel then still checks every target as
-// it runs, and a bad one fails the stream's next synchronization with the
-// kernel's message, as a GPU's device-side assert does: later, never a
-// wrong value.
+// The range holds while the tensor's version counter is where it was when
+// noted: every write through an operator bumps it (in-place, out=, views
+// sharing the counter). A write that bypasses it (through `.data`, a
+// tensor built over the same storage, raw pointers) leaves a stale range;
+// the CPU kernel then still checks every index as it runs, and a bad one
+// fails the stream's next synchronization with the kernel's message, as a
+// GPU's device-side assert does: later, never a wrong value.
 
 #include "xdal_torch.h"
 
@@ -37,12 +36,12 @@ struct KnownRange {
   // Weak: the range must not keep the memory alive, and while it is held
   // no other storage can take its StorageImpl's address.
   c10::weak_intrusive_ptr<c10::StorageImpl> storage;
-  const char* begin;  // the copied bytes
+  const char* begin;  // the bytes the tensor spans
   const char* end;
   at::ScalarType dtype;
   uint32_t version;
   int64_t least, greatest;
-  uint64_t last_used;  // a tick of `clock` (noted or asked)
+  uint64_t last_used;  // a value of `ticks` (noted or asked for)
 };
 
 // 32 ranges: a new one takes the slot of the same storage, else of a
@@ -51,7 +50,7 @@ struct KnownRange {
 // training loop's targets, copied once, stay known.
 std::mutex ranges_mutex;
 std::array<std::optional<KnownRange>, 32> ranges;
-uint64_t clock = 0;
+uint64_t ticks = 0;
 
 bool tracked_dtype(at::ScalarType t) {
   return t == at::kByte || t == at::kChar || t == at::kShort || t == at::kInt || t == at::kLong;
@@ -83,7 +82,7 @@ void note_range(const at::Tensor& t, int64_t least, int64_t greatest) {
                    greatest,
                    0};
   std::lock_guard<std::mutex> g(ranges_mutex);
-  range.last_used = ++clock;
+  range.last_used = ++ticks;
   std::optional<KnownRange>* slot = nullptr;
   for (auto& r : ranges)
     if (r && r->storage._unsafe_get_target() == t.storage().unsafeGetStorageImpl()) slot = &r;  // new contents
@@ -112,7 +111,7 @@ bool known_within(const at::Tensor& t, int64_t low, int64_t high) {
   std::lock_guard<std::mutex> g(ranges_mutex);
   for (auto& r : ranges) {
     if (!r || r->storage._unsafe_get_target() != storage || r->storage.expired()) continue;
-    r->last_used = ++clock;
+    r->last_used = ++ticks;
     return r->dtype == t.scalar_type() && r->version == version && begin >= r->begin && end <= r->end &&
            r->least >= low && r->greatest < high;
   }

@@ -193,13 +193,14 @@ void keep_storage_for_capture(const c10::Stream& stream, const c10::Storage& sto
 
 // ---- known ranges of integer tensors on the device (known_ranges.cpp) ----
 // Notes that `t`'s elements lie in [least, greatest], as its writer
-// guarantees (integer types; the last 32 tensors noted are kept).
+// guarantees (integer types; 32 ranges are kept, the least recently used
+// of live tensors given up first).
 void note_range(const at::Tensor& t, int64_t least, int64_t greatest);
 // Notes the least and greatest of `cpu`'s elements, just copied into
 // `dst` (integer types, up to 64Ki elements; others are not noted).
 void note_range_of_copy(const at::Tensor& cpu, const at::Tensor& dst);
 // True when every element of `t` is known to lie in [low, high): `t` lies
-// within a noted copy whose range does, and no operator has written it
+// within a noted tensor whose range does, and no operator has written it
 // since (its version counter is where it was).
 bool known_within(const at::Tensor& t, int64_t low, int64_t high);
 
