@@ -221,10 +221,23 @@ void note_bounded_results(const c10::FunctionSchema& schema, const std::vector<c
   if (plane > 0) note_range(results[1], 0, plane - 1);
 }
 
+// Operators of (self, dim, index, ...) whose indices pick positions of
+// `self` along `dim`, none negative: index_select (what embedding calls),
+// gather, and the scatter and index_* writes, functional or in place.
+bool indexes_along_dim(const std::string& name) {
+  for (const char* op : {"aten::index_select", "aten::gather", "aten::scatter", "aten::scatter_", "aten::scatter_add",
+                         "aten::scatter_add_", "aten::scatter_reduce", "aten::scatter_reduce_", "aten::index_add",
+                         "aten::index_add_", "aten::index_copy", "aten::index_copy_", "aten::index_fill",
+                         "aten::index_fill_"})
+    if (name == op) return true;
+  return false;
+}
+
 // An integer operand the CPU kernel uses as indices, and the bound its
 // values must stay under: the NLL losses' (cross_entropy's) class targets
-// (the class count of `self`, its only dimension or its second),
-// index_select's index (what embedding calls: `self`'s size along `dim`),
+// (the class count of `self`, its only dimension or its second), the
+// index of index_select, gather, scatter and the index_* writes (`self`'s
+// size along `dim`),
 // the embedding backward's indices (`num_weights`), max pooling's indices
 // in its backward (the input's plane). The CPU refuses an
 // index out of range when it is called; on the host path that check runs
@@ -250,7 +263,7 @@ std::optional<BoundedIndices> bounded_indices(const c10::FunctionSchema& schema,
     const Tensor& input = self->toTensor();
     return BoundedIndices{slot_of("target"), input.size(input.dim() == 1 ? 0 : 1)};
   }
-  if (name == "aten::index_select") {
+  if (indexes_along_dim(name)) {
     const c10::IValue* self = arg("self");
     const c10::IValue* dim = arg("dim");
     if (!self || !dim || !arg("index") || !self->isTensor() || !dim->isInt()) return std::nullopt;

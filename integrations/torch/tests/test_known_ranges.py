@@ -190,3 +190,27 @@ def test_targets_used_at_every_step_stay_known_whatever_else_is_noted():
         torch.xdal.reset_fallback_counts()
         F.cross_entropy(logits, target)
         assert torch.xdal.host_fallback_counts().get("aten::nll_loss_forward") == 1, step
+
+
+def test_gather_scatter_and_index_writes_take_copied_indices_on_the_stream():
+    x = make((4, 5), torch.float32)
+    ids = torch.tensor([1, 0, 4, 2])
+    cases = {
+        "aten::gather": lambda t, i: t.gather(1, i.unsqueeze(1)),
+        "aten::scatter_.value": lambda t, i: torch.zeros_like(t).scatter_(1, i.unsqueeze(1), 1.0),  # one-hot
+        "aten::scatter_add_": lambda t, i: torch.zeros_like(t).scatter_add_(1, i.unsqueeze(1), t),
+        "aten::index_add_": lambda t, i: torch.zeros(5, 5, device=t.device).index_add_(0, i, t),
+        "aten::index_copy_": lambda t, i: torch.zeros(5, 5, device=t.device).index_copy_(0, i, t),
+    }
+    for op, f in cases.items():
+        torch.xdal.reset_fallback_counts()
+        got = f(x.to("xdal"), ids.to("xdal"))
+        assert torch.xdal.host_fallback_counts().get(op) == 1, (op, torch.xdal.host_fallback_counts())
+        assert torch.equal(got.cpu(), f(x, ids)), op
+    bad = torch.tensor([1, 0, 5, 2])
+    with pytest.raises(RuntimeError) as on_cpu:
+        x.gather(1, bad.unsqueeze(1))
+    with pytest.raises(RuntimeError) as on_xdal:
+        x.to("xdal").gather(1, bad.to("xdal").unsqueeze(1))
+    assert str(on_xdal.value) == str(on_cpu.value)
+    torch.xdal.synchronize()
