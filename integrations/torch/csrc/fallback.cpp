@@ -122,13 +122,17 @@ struct HostMirror {
   Tensor host_bytes;
 };
 
-// A written xdal operand, its CPU twin, and the twin's layout before the
-// kernel ran (a kernel that resizes an out= changes it).
-struct WrittenOperand {
-  Tensor device;
-  Tensor host;
+// An xdal operand's CPU twin: the tensor the kernel gets (`host`), over
+// the storage's mirror or, for a conjugate or negative view, resolved from
+// `view`, the view over the mirror; and for a written one, the twin's
+// layout before the kernel ran (a kernel that resizes an out= changes it).
+struct Twin {
+  Tensor device, host, view;
+  bool written = false;
   std::vector<int64_t> sizes, strides;
-  int64_t offset;
+  int64_t offset = 0;
+  // Written back through its view (one the kernel resized goes whole).
+  bool through_view() const { return view.defined() && host.sizes().equals(view.sizes()); }
 };
 
 void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack, size_t base,
@@ -174,30 +178,32 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
   // through the view after the kernel. Without this the bits were lost:
   // solve_triangular into its own conj() input solved the unconjugated
   // system, silently.
-  std::vector<WrittenOperand> written;
-  std::unordered_set<const c10::TensorImpl*> written_twins;
-  std::unordered_map<const c10::TensorImpl*, Tensor> twins;
-  std::vector<std::pair<Tensor, Tensor>> resolved;  // (the view over the mirror, the kernel's resolved twin)
+  std::unordered_map<const c10::TensorImpl*, Twin> twins;
   auto on_host = [&](const Tensor& t, bool write) -> Tensor {
     if (!t.defined() || !is_xdal(t)) return t;
-    auto [twin, fresh] = twins.try_emplace(t.unsafeGetTensorImpl());
-    Tensor& h = twin->second;
+    auto [it, fresh] = twins.try_emplace(t.unsafeGetTensorImpl());
+    Twin& twin = it->second;
     if (fresh) {
       const HostMirror& m = mirrors.at(t.storage().unsafeGetStorageImpl());
       const int64_t item = static_cast<int64_t>(t.element_size());
       Tensor view = at::empty({0}, t.options().device(at::kCPU));
       view.set_(m.host_bytes.storage(), (t.storage_offset() * item - m.lo) / item, t.sizes(), t.strides());
-      h = view;
+      twin.device = t;
+      twin.host = view;
       if (t.is_conj() || t.is_neg()) {
         view._set_conj(t.is_conj());
         view._set_neg(t.is_neg());
-        h = view.resolve_conj().resolve_neg();
-        resolved.emplace_back(view, h);
+        twin.view = view;
+        twin.host = view.resolve_conj().resolve_neg();
       }
     }
-    if (write && written_twins.insert(h.unsafeGetTensorImpl()).second)
-      written.push_back({t, h, h.sizes().vec(), h.strides().vec(), h.storage_offset()});
-    return h;
+    if (write && !twin.written) {
+      twin.written = true;
+      twin.sizes = twin.host.sizes().vec();
+      twin.strides = twin.host.strides().vec();
+      twin.offset = twin.host.storage_offset();
+    }
+    return twin.host;
   };
   std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
   for (size_t i = 0; i < n; ++i) {
@@ -221,17 +227,12 @@ void run_on_host_mirrors(const c10::OperatorHandle& op, torch::jit::Stack* stack
   // Written resolved twins through their views (one the kernel resized
   // goes whole, below), the bytes back, then an out= the kernel resized or
   // moved: it takes the CPU's result whole (as the fallback's copies do).
-  std::unordered_set<const c10::TensorImpl*> through_views;
-  for (const auto& [view, h] : resolved) {
-    if (written_twins.count(h.unsafeGetTensorImpl()) && h.sizes().equals(view.sizes())) {
-      view.copy_(h);
-      through_views.insert(h.unsafeGetTensorImpl());
-    }
-  }
+  for (auto& [impl, w] : twins)
+    if (w.written && w.through_view()) w.view.copy_(w.host);
   for (auto& [impl, m] : mirrors)
     if (m.written && m.host_bytes.numel() > 0) m.device_bytes.copy_(m.host_bytes);
-  for (const WrittenOperand& w : written) {
-    if (through_views.count(w.host.unsafeGetTensorImpl())) continue;
+  for (const auto& [impl, w] : twins) {
+    if (!w.written || w.through_view()) continue;
     const HostMirror& m = mirrors.at(w.device.storage().unsafeGetStorageImpl());
     const bool moved = !w.host.storage().is_alias_of(m.host_bytes.storage());
     if (moved || !w.host.sizes().equals(w.sizes) || !w.host.strides().equals(w.strides) ||

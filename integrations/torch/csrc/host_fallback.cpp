@@ -251,39 +251,39 @@ struct BoundedIndices {
 std::optional<BoundedIndices> bounded_indices(const c10::FunctionSchema& schema,
                                               const std::vector<c10::IValue>& args) {
   const std::string& name = schema.name();
-  auto arg = [&](const char* wanted) -> const c10::IValue* {
+  auto slot = [&](const char* wanted) -> std::optional<size_t> {
     const std::optional<int> i = schema.argumentIndexWithName(wanted);
-    return i && static_cast<size_t>(*i) < args.size() ? &args[*i] : nullptr;
+    if (!i || static_cast<size_t>(*i) >= args.size()) return std::nullopt;
+    return static_cast<size_t>(*i);
   };
-  auto slot_of = [&](const char* wanted) { return static_cast<size_t>(*schema.argumentIndexWithName(wanted)); };
+  auto tensor = [&](std::optional<size_t> at) { return at && args[*at].isTensor() ? args[*at].toTensor() : Tensor(); };
   if (name == "aten::nll_loss_forward" || name == "aten::nll_loss_backward" || name == "aten::nll_loss2d_forward" ||
       name == "aten::nll_loss2d_backward") {
-    const c10::IValue* self = arg("self");
-    if (!self || !arg("target") || !self->isTensor() || self->toTensor().dim() == 0) return std::nullopt;
-    const Tensor& input = self->toTensor();
-    return BoundedIndices{slot_of("target"), input.size(input.dim() == 1 ? 0 : 1)};
+    const Tensor input = tensor(slot("self"));
+    const std::optional<size_t> target = slot("target");
+    if (!target || !input.defined() || input.dim() == 0) return std::nullopt;
+    return BoundedIndices{*target, input.size(input.dim() == 1 ? 0 : 1)};
   }
   if (indexes_along_dim(name)) {
-    const c10::IValue* self = arg("self");
-    const c10::IValue* dim = arg("dim");
-    if (!self || !dim || !arg("index") || !self->isTensor() || !dim->isInt()) return std::nullopt;
-    const Tensor& input = self->toTensor();
+    const Tensor input = tensor(slot("self"));
+    const std::optional<size_t> dim = slot("dim"), index = slot("index");
+    if (!index || !dim || !input.defined() || !args[*dim].isInt()) return std::nullopt;
     const int64_t rank = std::max<int64_t>(input.dim(), 1);
-    const int64_t d = dim->toInt() < 0 ? dim->toInt() + rank : dim->toInt();
+    const int64_t d = args[*dim].toInt() < 0 ? args[*dim].toInt() + rank : args[*dim].toInt();
     if (d < 0 || d >= rank) return std::nullopt;  // the copying path raises the CPU's error
-    return BoundedIndices{slot_of("index"), input.dim() == 0 ? 1 : input.size(d)};
+    return BoundedIndices{*index, input.dim() == 0 ? 1 : input.size(d)};
   }
   if (name == "aten::max_pool2d_with_indices_backward" || name == "aten::max_pool3d_with_indices_backward") {
-    const c10::IValue* self = arg("self");
-    if (!self || !arg("indices") || !self->isTensor()) return std::nullopt;
-    const int64_t plane = pooled_elements(name, self->toTensor());
-    if (plane <= 0) return std::nullopt;
-    return BoundedIndices{slot_of("indices"), plane};
+    const Tensor input = tensor(slot("self"));
+    const std::optional<size_t> indices = slot("indices");
+    const int64_t plane = input.defined() ? pooled_elements(name, input) : 0;
+    if (!indices || plane <= 0) return std::nullopt;
+    return BoundedIndices{*indices, plane};
   }
   if (name == "aten::embedding_dense_backward") {
-    const c10::IValue* weights = arg("num_weights");
-    if (!weights || !arg("indices") || !weights->isInt()) return std::nullopt;
-    return BoundedIndices{slot_of("indices"), weights->toInt()};
+    const std::optional<size_t> weights = slot("num_weights"), indices = slot("indices");
+    if (!indices || !weights || !args[*weights].isInt()) return std::nullopt;
+    return BoundedIndices{*indices, args[*weights].toInt()};
   }
   return std::nullopt;
 }
@@ -305,9 +305,8 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   if (!allows(op)) return false;
   const c10::FunctionSchema& schema = op.schema();
   const size_t n = schema.arguments().size();
-  host_fallback::size_empty_outs(op, std::vector<c10::IValue>(stack->begin() + static_cast<std::ptrdiff_t>(base),
-                                                             stack->end()));
   const std::vector<c10::IValue> originals(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+  host_fallback::size_empty_outs(op, originals);  // the same tensors as the stack's
 
   // The operands: xdal tensors of float32/float64 (bool where they do not
   // index; integers as indices of known range), strided, on `device`; CPU
@@ -317,10 +316,10 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   job->args = originals;
   std::vector<Tensor> device_inputs;
   bool eligible = true;
-  const std::optional<BoundedIndices> indices = bounded_indices(schema, originals);
   auto operand_type_ok = [&](const Tensor& t, size_t slot) {
     if (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) return true;
     if (t.scalar_type() == at::kBool) return !indexes_by_mask(schema.name());
+    const std::optional<BoundedIndices> indices = bounded_indices(schema, originals);  // integers only
     return indices && slot == indices->slot && known_within(t, 0, indices->bound);
   };
   auto take = [&](const Tensor& t, size_t slot, int64_t element, bool written) -> Tensor {

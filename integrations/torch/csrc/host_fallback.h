@@ -29,6 +29,9 @@ struct MetaAnswer {
   bool usable = false;
   std::vector<std::optional<Operand>> results;
   std::optional<c10::OperatorHandle> out_op;  // see in_place_out_variant (host_results.cpp)
+  // Empty out= arguments and the layout each takes (see size_empty_outs):
+  // the answer is usable once they have it.
+  std::vector<Operand> sized_outs;
 };
 
 // The answer for a call of `op` with `args` (the operator's arguments as
@@ -38,8 +41,8 @@ std::shared_ptr<const MetaAnswer> meta_answer(const c10::OperatorHandle& op, con
 // An out= tensor without elements is how composite operators ask for a
 // result (abs, logsumexp: `abs_out(at::empty({0}), x)`), and resizing it
 // warns of nothing: each such out of the call takes, on the device, the
-// layout the meta kernel gives it, so that the CPU kernel has nothing to
-// resize and the call may take the host path.
+// layout the meta kernel gives it (from the cache of answers), so that the
+// CPU kernel has nothing to resize and the call may take the host path.
 void size_empty_outs(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args);
 
 // The ATen operator's schema type is a tensor's.

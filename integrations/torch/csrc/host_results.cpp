@@ -294,20 +294,27 @@ bool take_cpu_layouts(const c10::OperatorHandle& op, const std::vector<c10::IVal
   return true;
 }
 
-// The out= tensors of a call and what the meta kernel makes of them when
-// given empty ones, whose resizing warns of nothing: pairs of the real out
-// and its meta twin after the call. Empty where the call has no out=, none
-// where the meta kernel refuses.
-std::optional<std::vector<std::pair<Tensor, Tensor>>> meta_outs(const c10::OperatorHandle& op,
-                                                               const std::vector<c10::IValue>& args) {
+// The out= tensors of a call as the meta kernel lays them out when given
+// empty ones, whose resizing warns of nothing (asking with the real outs
+// would warn that they were resized: a meta kernel written in Python warns
+// through Python's warnings module, which no C++ handler sees, and the
+// copying fallback's CPU kernel then warned a second time). The real out's
+// slot, the real out, its meta twin after the call; none where the meta
+// kernel refuses.
+struct MetaOut {
+  size_t slot;
+  Tensor out, meta;
+};
+
+std::optional<std::vector<MetaOut>> meta_outs(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
   const auto& schema_args = op.schema().arguments();
   std::vector<c10::IValue> stack;
-  std::vector<std::pair<Tensor, Tensor>> outs;
+  std::vector<MetaOut> outs;
   for (size_t i = 0; i < args.size(); ++i) {
     if (i < schema_args.size() && schema_args[i].is_out() && args[i].isTensor() && args[i].toTensor().defined()) {
       const Tensor& out = args[i].toTensor();
-      outs.emplace_back(out, at::empty({0}, out.options().device(at::kMeta)));
-      stack.emplace_back(outs.back().second);
+      outs.push_back({i, out, at::empty({0}, out.options().device(at::kMeta))});
+      stack.emplace_back(outs.back().meta);
     } else {
       stack.push_back(meta_twin(args[i]));
     }
@@ -325,19 +332,20 @@ std::optional<std::vector<std::pair<Tensor, Tensor>>> meta_outs(const c10::Opera
   return outs;
 }
 
-// Whether the operator would resize one of its out= tensors. Such a call
-// cannot take the host path (memory over the device's is not reallocated
-// by a CPU kernel), and asking the meta kernel with the real outs would
-// warn that they were resized: a meta kernel written in Python warns
-// through Python's warnings module, which no C++ handler sees, and the
-// copying fallback's CPU kernel then warned a second time. True also where
-// the meta kernel refuses.
-bool resizes_an_out(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
+// False where the operator would resize one of its out= tensors, which
+// the host path cannot do (memory over the device's is not reallocated by
+// a CPU kernel), or the meta kernel refuses. Empty outs that would be
+// resized are listed in `answer.sized_outs` instead (the answer stays
+// unusable until they are sized).
+bool outs_keep_their_sizes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, MetaAnswer& answer) {
   const auto outs = meta_outs(op, args);
-  if (!outs) return true;
-  for (const auto& [out, meta] : *outs)
-    if (!meta.sizes().equals(out.sizes())) return true;
-  return false;
+  if (!outs) return false;
+  for (const MetaOut& o : *outs) {
+    if (o.meta.sizes().equals(o.out.sizes())) continue;
+    if (o.out.numel() != 0 || !o.meta.is_non_overlapping_and_dense()) return false;
+    answer.sized_outs.push_back(Operand{o.slot, -1, o.meta.scalar_type(), vec(o.meta.sizes()), vec(o.meta.strides())});
+  }
+  return answer.sized_outs.empty();
 }
 
 // Runs the meta kernel on twins of `args`. Any failure there (no meta
@@ -345,7 +353,8 @@ bool resizes_an_out(const c10::OperatorHandle& op, const std::vector<c10::IValue
 // raises the CPU's own error; the meta kernel's warnings go to `warnings`.
 MetaAnswer ask_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
                     std::vector<c10::Warning>& warnings) {
-  if (resizes_an_out(op, args)) return MetaAnswer{};
+  MetaAnswer answer;
+  if (!outs_keep_their_sizes(op, args, answer)) return answer;
   const c10::FunctionSchema& schema = op.schema();
   struct Collect : c10::WarningHandler {
     std::vector<c10::Warning>* warnings = nullptr;
@@ -356,7 +365,6 @@ MetaAnswer ask_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
   stack.reserve(args.size());
   for (const c10::IValue& v : args) stack.push_back(meta_twin(v));
   const WrittenLayouts written(schema, stack);
-  MetaAnswer answer;
   try {
     c10::WarningUtils::WarningHandlerGuard guard(&collect);
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
@@ -381,19 +389,16 @@ MetaAnswer ask_meta(const c10::OperatorHandle& op, const std::vector<c10::IValue
 }  // namespace
 
 void size_empty_outs(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
-  bool any_empty = false;
   const auto& schema_args = op.schema().arguments();
+  bool any_empty = false;
   for (size_t i = 0; i < args.size() && i < schema_args.size(); ++i)
     any_empty = any_empty || (schema_args[i].is_out() && args[i].isTensor() && args[i].toTensor().defined() &&
                               args[i].toTensor().numel() == 0);
   if (!any_empty) return;
-  const auto outs = meta_outs(op, args);
-  if (!outs) return;  // the copying fallback raises the CPU's error
-  for (const auto& [out, meta] : *outs) {
-    if (out.numel() != 0 || meta.sizes().equals(out.sizes()) || !meta.is_non_overlapping_and_dense()) continue;
-    Tensor grown = out;  // the same TensorImpl: the caller's out itself
-    grown.resize_(meta.sizes());
-    if (!grown.strides().equals(meta.strides())) grown.as_strided_(meta.sizes(), meta.strides());
+  for (const Operand& o : meta_answer(op, args)->sized_outs) {
+    Tensor out = args[o.slot].toTensor();  // the caller's out itself (the same TensorImpl)
+    out.resize_(o.sizes);
+    if (!out.strides().equals(o.strides)) out.as_strided_(o.sizes, o.strides);
   }
 }
 

@@ -56,6 +56,12 @@ bool tracked_dtype(at::ScalarType t) {
   return t == at::kByte || t == at::kChar || t == at::kShort || t == at::kInt || t == at::kLong;
 }
 
+// A tensor whose range can be noted: integer elements, some, in storage
+// with a version counter.
+bool notable(const at::Tensor& t) {
+  return tracked_dtype(t.scalar_type()) && t.numel() > 0 && !t.is_inference() && t.has_storage();
+}
+
 // The bytes `t`'s elements span, from its lowest to past its highest.
 std::pair<const char*, const char*> span_of(const at::Tensor& t) {
   const char* base = static_cast<const char*>(t.const_data_ptr());
@@ -71,7 +77,7 @@ std::pair<const char*, const char*> span_of(const at::Tensor& t) {
 }  // namespace
 
 void note_range(const at::Tensor& t, int64_t least, int64_t greatest) {
-  if (!tracked_dtype(t.scalar_type()) || t.numel() == 0 || t.is_inference() || !t.has_storage()) return;
+  if (!notable(t)) return;
   const auto [begin, end] = span_of(t);
   KnownRange range{t.storage().getWeakStorageImpl(),
                    begin,
@@ -95,9 +101,7 @@ void note_range(const at::Tensor& t, int64_t least, int64_t greatest) {
 }
 
 void note_range_of_copy(const at::Tensor& cpu, const at::Tensor& dst) {
-  if (!tracked_dtype(dst.scalar_type()) || cpu.scalar_type() != dst.scalar_type() || dst.numel() == 0 ||
-      dst.numel() > kMaxElements)
-    return;
+  if (cpu.scalar_type() != dst.scalar_type() || dst.numel() > kMaxElements || !notable(dst)) return;
   const auto [least, greatest] = at::aminmax(cpu);
   note_range(dst, least.item<int64_t>(), greatest.item<int64_t>());
 }
