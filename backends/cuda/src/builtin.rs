@@ -33,17 +33,24 @@ static PTX: &[&str] = &[
     include_str!("../ptx/bool.ptx"),
 ];
 
-/// Blocks of `BLOCK` threads for a built-in's launch. A thread per unit of
-/// work where the plan runs in parallel: the kernels give each thread a
-/// contiguous run of the work, so with a unit each neighbouring threads
-/// touch neighbouring memory, which a GPU coalesces (the plan's own
-/// `work_items`, sized for runtimes that compile a kernel per range size,
-/// would give each thread a run of thousands). One thread where the plan
-/// does everything in order. The grid is capped at the device's limit:
-/// the kernels split their work by the grid's size, so it still covers it.
-pub(crate) fn blocks(plan: &Plan, max_blocks: u32) -> u32 {
-    let threads = if plan.work_items <= 1 { plan.work_items } else { plan.units.max(1) };
-    u32::try_from(threads.div_ceil(BLOCK as usize)).unwrap_or(u32::MAX).min(max_blocks.max(1))
+/// The grid and block sizes (blocks, threads per block) of a built-in's
+/// launch. A thread per unit of work where the plan runs in parallel: the
+/// kernels give each thread a contiguous run of the work, so with a unit
+/// each neighbouring threads touch neighbouring memory, which a GPU
+/// coalesces (the plan's own `work_items`, sized for runtimes that compile
+/// a kernel per range size, would give each thread a run of thousands).
+/// One thread, in one block, where the plan does everything in order:
+/// the kernels split their work by the grid's size, so a block of `BLOCK`
+/// would split it again, and the elements a plan keeps on one thread (a
+/// packed destination whose bytes two runs could share) would race. The
+/// grid is capped at the device's limit: the kernels split their work by
+/// the grid's size, so it still covers it.
+pub(crate) fn launch_size(plan: &Plan, max_blocks: u32) -> (u32, u32) {
+    if plan.work_items <= 1 {
+        return (1, 1);
+    }
+    let blocks = u32::try_from(plan.units.max(1).div_ceil(BLOCK as usize)).unwrap_or(u32::MAX);
+    (blocks.min(max_blocks.max(1)), BLOCK)
 }
 
 /// `dtype_mask` of the device properties: the built-ins handle every type.
@@ -93,14 +100,22 @@ mod tests {
 
     #[test]
     fn a_parallel_plan_runs_a_thread_per_unit_and_an_ordered_one_a_single_thread() {
-        use super::{blocks, Plan};
-        assert_eq!(blocks(&Plan { work_items: 1 << 16, units: 10_000_000 }, u32::MAX), 39_063);
-        assert_eq!(blocks(&Plan { work_items: 1 << 10, units: 300 }, u32::MAX), 2);
-        assert_eq!(blocks(&Plan { work_items: 1, units: 1 }, u32::MAX), 1, "in order: one thread");
-        assert_eq!(blocks(&Plan { work_items: 1 << 16, units: 10_000_000 }, 1000), 1000, "capped at the grid limit");
+        use super::{launch_size, Plan, BLOCK};
+        assert_eq!(launch_size(&Plan { work_items: 1 << 16, units: 10_000_000 }, u32::MAX), (39_063, BLOCK));
+        assert_eq!(launch_size(&Plan { work_items: 1 << 10, units: 300 }, u32::MAX), (2, BLOCK));
         assert_eq!(
-            blocks(&Plan { work_items: 1 << 16, units: 1 << 40 }, 0),
-            1,
+            launch_size(&Plan { work_items: 1, units: 1 }, u32::MAX),
+            (1, 1),
+            "in order: one thread, not one block of BLOCK threads splitting the work again"
+        );
+        assert_eq!(
+            launch_size(&Plan { work_items: 1 << 16, units: 10_000_000 }, 1000),
+            (1000, BLOCK),
+            "capped at the grid limit"
+        );
+        assert_eq!(
+            launch_size(&Plan { work_items: 1 << 16, units: 1 << 40 }, 0),
+            (1, BLOCK),
             "a limit of 0 reported still gives one block"
         );
     }

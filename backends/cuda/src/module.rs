@@ -255,8 +255,8 @@ impl CuFunction {
     }
 
     /// A built-in's launch: the host-side checks and plan of
-    /// xdal-backend-support's catalogue, then a 1-D grid of blocks of
-    /// `BLOCK` threads (`builtin::blocks`), with the cast's route as a
+    /// xdal-backend-support's catalogue, then a 1-D grid of blocks
+    /// (`builtin::launch_size`), with the cast's route as a
     /// trailing `uint` argument.
     fn prepare_builtin(&self, b: &Builtin, device: usize, mut values: Vec<Vec<u8>>) -> CuResult<Prepared> {
         let slices: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
@@ -269,17 +269,11 @@ impl CuFunction {
         }
         let function = self.handle(device)?;
         let max_blocks = crate::cuda().device(device).properties.max_grid_dim[0];
-        let blocks = builtin::blocks(&plan, max_blocks);
+        let (blocks, threads) = builtin::launch_size(&plan, max_blocks);
         if let Some(route) = b.route {
             values.push(route.to_ne_bytes().to_vec());
         }
-        Ok(Prepared::Launch(Launch {
-            function,
-            grid: [blocks, 1, 1],
-            block: [builtin::BLOCK, 1, 1],
-            shared: 0,
-            values,
-        }))
+        Ok(Prepared::Launch(Launch { function, grid: [blocks, 1, 1], block: [threads, 1, 1], shared: 0, values }))
     }
 
     fn enqueue(&self, stream: &Stream, launch: &mut Launch) -> CuResult<()> {
