@@ -121,6 +121,17 @@ mod tests {
     }
 
     #[test]
+    fn no_built_in_calls_a_function() {
+        // ptxas miscompiled sum's loop around a call to an out-of-line
+        // codec (f16 and F8 sums all zero on a GPU): dialect.cl inlines
+        // every helper for CUDA, and the committed PTX must show it.
+        for (program, ptx) in PTX.iter().enumerate() {
+            let calls = ptx.lines().filter(|l| l.trim_start().starts_with("call")).count();
+            assert_eq!(calls, 0, "program {}'s PTX makes {calls} calls", kernels::program_stem(program));
+        }
+    }
+
+    #[test]
     fn every_program_has_its_ptx_and_every_built_in_its_kernel() {
         assert_eq!(PTX.len(), kernels::program_count());
         let programs: Vec<Vec<(String, Vec<usize>)>> = PTX.iter().map(|p| entries(p)).collect();
