@@ -59,7 +59,10 @@ pub(crate) fn status_of(code: CUresult) -> xdal_status {
         201 | 400 => XDAL_ERROR_INVALID_HANDLE,
         301 | 500 => XDAL_ERROR_NOT_FOUND,
         600 => XDAL_ERROR_NOT_READY,
-        217 | 801 => XDAL_ERROR_NOT_SUPPORTED,
+        // 800: a driver call from inside a host function, which CUDA runs
+        // on a thread of its own where it refuses every call: what xdal's
+        // contract says of waits there (refused, not hung).
+        217 | 800 | 801 => XDAL_ERROR_NOT_SUPPORTED,
         900 => XDAL_ERROR_CAPTURE_UNSUPPORTED,
         901 => XDAL_ERROR_CAPTURE_INVALIDATED,
         // Out of resources for a launch, and everything else the runtime
@@ -106,6 +109,7 @@ fn known_name(code: CUresult) -> Option<&'static str> {
         717 => "CUDA_ERROR_INVALID_ADDRESS_SPACE",
         718 => "CUDA_ERROR_INVALID_PC",
         719 => "CUDA_ERROR_LAUNCH_FAILED",
+        800 => "CUDA_ERROR_NOT_PERMITTED",
         801 => "CUDA_ERROR_NOT_SUPPORTED",
         802 => "CUDA_ERROR_SYSTEM_NOT_READY",
         803 => "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
@@ -133,8 +137,18 @@ pub(crate) fn error_name(code: CUresult) -> String {
 
 /// A driver call's error code as a failure of `what`.
 pub(crate) fn cuda_failure(what: &str, code: CUresult) -> Failure {
-    Failure { status: status_of(code), message: format!("{what}: CUDA error {code} ({})", error_name(code)) }
+    let why = match code {
+        CUDA_ERROR_NOT_PERMITTED => {
+            ": called from inside a host function, where the CUDA driver takes no call (it runs host \
+             functions on a thread of its own)"
+        }
+        _ => "",
+    };
+    Failure { status: status_of(code), message: format!("{what}: CUDA error {code} ({}){why}", error_name(code)) }
 }
+
+/// `cuLaunchHostFunc`'s rule: no CUDA call from inside the function.
+const CUDA_ERROR_NOT_PERMITTED: CUresult = 800;
 
 /// A driver call's result: Ok for `CUDA_SUCCESS`, else its failure.
 pub(crate) fn check(what: &str, code: CUresult) -> CuResult<()> {
@@ -166,6 +180,7 @@ mod tests {
         assert_eq!(status_of(600), XDAL_ERROR_NOT_READY);
         assert_eq!(status_of(701), XDAL_ERROR_LAUNCH_FAILED, "out of resources for a launch");
         assert_eq!(status_of(801), XDAL_ERROR_NOT_SUPPORTED);
+        assert_eq!(status_of(800), XDAL_ERROR_NOT_SUPPORTED, "a call from inside a host function");
         assert_eq!(status_of(12345), XDAL_ERROR_LAUNCH_FAILED);
     }
 
@@ -188,6 +203,8 @@ mod tests {
         let f = cuda_failure("cuStreamQuery", 700);
         assert!(f.message.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{}", f.message);
         assert!(cuda_failure("x", 4242).message.contains("4242 (unknown CUDA error)"));
+        let f = cuda_failure("cuMemFreeAsync", 800);
+        assert!(f.message.contains("CUDA_ERROR_NOT_PERMITTED") && f.message.contains("host function"), "{}", f.message);
         assert_eq!(check("x", 0), Ok(()));
         assert_eq!(check("x", 600).unwrap_err().status, XDAL_ERROR_NOT_READY);
     }
