@@ -4,6 +4,8 @@
 #include "harness.h"
 #include "sync_probe.h"
 
+#include <sched.h>
+
 enum {
   THREADS = 4,
   STREAMS = 4,
@@ -116,18 +118,23 @@ static void test_threads_streams_copies(void) {
 
 /* One stream shared by several threads, as a pool of workers feeding one
    device queue does: each thread sets its own bytes, one small set at a
-   time, behind a gate, while another thread queries the stream. Until the
-   gate opens the stream is not done; once it has opened and a query says
-   the stream is done, every set has run: a backend that keeps little
+   time, while another thread queries the stream. The stream starts behind
+   a gate, which opens once each setter has queued GATED_SETS sets: until
+   then the stream is not done; once a query says it is done after all the
+   setters have returned, every set has run: a backend that keeps little
    bookkeeping for commands nothing waits on (OpenCL's go without an event
-   of their own) must still count them all. */
-enum { SHARED_THREADS = 4, SHARED_SETS = 3000 };
+   of their own) must still count them all. The gate opens while the
+   setters go on, since a real runtime's queue is bounded (CUDA's holds
+   about a thousand commands): all SHARED_SETS behind a closed gate would
+   wait for room that never comes. */
+enum { SHARED_THREADS = 4, SHARED_SETS = 3000, GATED_SETS = 50 };
 
 struct shared_stream {
   xdal_stream_t stream;
   unsigned char *dev;
   int index;
   volatile int *stop;
+  _Atomic int *queued, *finished;
 };
 
 static void *shared_setter(void *arg) {
@@ -136,7 +143,9 @@ static void *shared_setter(void *arg) {
   for (int i = 0; i < SHARED_SETS && ok; i++) {
     int value = 1 + (i + w->index) % 251;
     ok &= CHECK_OK(xdal_memset_async(w->dev + (size_t)w->index * SHARED_SETS + (size_t)i, value, 1, w->stream));
+    atomic_fetch_add(w->queued, 1);
   }
+  atomic_fetch_add(w->finished, 1);
   return NULL;
 }
 
@@ -165,20 +174,26 @@ static void test_threads_share_a_stream(void) {
     note_synchronous();
   }
   volatile int stop = 0;
+  _Atomic int queued = 0, finished = 0;
   struct shared_stream workers[SHARED_THREADS + 1];
   pthread_t threads[SHARED_THREADS + 1];
   for (int t = 0; t <= SHARED_THREADS; t++) {
-    workers[t] = (struct shared_stream){stream, dev, t, &stop};
+    workers[t] = (struct shared_stream){stream, dev, t, &stop, &queued, &finished};
     REQUIRE(pthread_create(&threads[t], NULL, t < SHARED_THREADS ? shared_setter : shared_querier, &workers[t]) ==
             0);
+  }
+  if (!sync_backend) {
+    /* The setters go on (a failed set stops its thread, which counts as
+       finished): wait for GATED_SETS sets from each, or for all to end. */
+    while (atomic_load(&queued) < SHARED_THREADS * GATED_SETS && atomic_load(&finished) < SHARED_THREADS) {
+      sched_yield();
+    }
+    CHECK_STATUS(XDAL_ERROR_NOT_READY, xdal_stream_query(stream));
+    gate_open(&gate);
   }
   for (int t = 0; t < SHARED_THREADS; t++) pthread_join(threads[t], NULL);
   stop = 1;
   pthread_join(threads[SHARED_THREADS], NULL);
-  if (!sync_backend) {
-    CHECK_STATUS(XDAL_ERROR_NOT_READY, xdal_stream_query(stream));
-    gate_open(&gate);
-  }
   xdal_status_t status;
   while ((status = xdal_stream_query(stream)) == XDAL_ERROR_NOT_READY) {
   }
