@@ -209,21 +209,25 @@ unsafe fn add_node(
             };
             // SAFETY: each value is readable for its size (the front checked).
             match unsafe { function.prepare(device, node.grid, node.block, node.shared_mem_bytes, args) }? {
-                Prepared::Launch(mut launch) => {
-                    let mut pointers = launch.pointers();
-                    let params = KernelNodeParams {
-                        func: launch.function,
-                        grid: launch.grid,
-                        block: launch.block,
-                        shared_mem_bytes: launch.shared,
-                        kernel_params: pointers.as_mut_ptr(),
-                        extra: std::ptr::null_mut(),
-                        kern: std::ptr::null_mut(),
-                        ctx: std::ptr::null_mut(),
+                Prepared::Launch(launch) => {
+                    // SAFETY: each value is readable for its size; valid
+                    // parameters, a live graph and nodes of it; the driver
+                    // copies the values into the node before returning.
+                    let code = unsafe {
+                        launch.with_params(args, |params| {
+                            let node_params = KernelNodeParams {
+                                func: launch.function,
+                                grid: launch.grid,
+                                block: launch.block,
+                                shared_mem_bytes: launch.shared,
+                                kernel_params: params,
+                                extra: std::ptr::null_mut(),
+                                kern: std::ptr::null_mut(),
+                                ctx: std::ptr::null_mut(),
+                            };
+                            (api.add_kernel_node)(&mut out, graph, deps.as_ptr(), deps.len(), &node_params)
+                        })
                     };
-                    // SAFETY: valid parameters; the driver copies the argument
-                    // values into the node before returning.
-                    let code = unsafe { (api.add_kernel_node)(&mut out, graph, deps.as_ptr(), deps.len(), &params) };
                     dev.check("cuGraphAddKernelNode", code)?;
                 }
                 Prepared::Nothing => empty(&deps, &mut out)?,

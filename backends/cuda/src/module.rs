@@ -200,7 +200,8 @@ impl CuFunction {
     ) -> CuResult<()> {
         // SAFETY: per the contract.
         match unsafe { self.prepare(stream.device, grid, block, shared_mem_bytes, args) }? {
-            Prepared::Launch(mut launch) => self.enqueue(stream, &mut launch),
+            // SAFETY: per the contract.
+            Prepared::Launch(launch) => unsafe { self.enqueue(stream, &launch, args) },
             Prepared::Nothing => Ok(()),
             // What the fake kernel refuses fails the launch, reported by
             // the stream as a kernel's failure is.
@@ -211,11 +212,13 @@ impl CuFunction {
         }
     }
 
-    /// What a launch on `device` runs, with the argument values copied: the
-    /// checks and translation an eager launch and a graph's kernel node
-    /// share. Refused: what is an error of the call (a size mismatch);
-    /// `Prepared::Refused`: what fails the launch on its stream (a
-    /// built-in's host-side check).
+    /// What a launch on `device` runs: the checks and translation an eager
+    /// launch and a graph's kernel node share. The argument values are not
+    /// copied: `cuLaunchKernel` and `cuGraphAddKernelNode` copy them before
+    /// they return, so the launch passes pointers to the caller's own
+    /// (`Launch::with_params`). Refused: what is an error of the call (a
+    /// size mismatch); `Prepared::Refused`: what fails the launch on its
+    /// stream (a built-in's host-side check).
     ///
     /// # Safety
     /// Each argument's `value` is readable for `size` bytes.
@@ -227,19 +230,13 @@ impl CuFunction {
         shared_mem_bytes: usize,
         args: &[xdal_kernel_arg_t],
     ) -> CuResult<Prepared> {
-        let sizes: Vec<usize> = args.iter().map(|a| a.size).collect();
-        let values: Vec<Vec<u8>> = args
-            .iter()
-            // SAFETY: per the contract.
-            .map(|a| unsafe { std::slice::from_raw_parts(a.value.cast::<u8>(), a.size) }.to_vec())
-            .collect();
         if let Signature::Builtin(b) = &self.signature {
-            let expected: Vec<usize> = b.args.iter().map(|a| a.1).collect();
-            check_arg_sizes(&self.name, &expected, &sizes)?;
-            return self.prepare_builtin(b, device, values);
+            check_arg_sizes(&self.name, b.args.iter().map(|a| a.1), args)?;
+            // SAFETY: per the contract.
+            return unsafe { self.prepare_builtin(b, device, args) };
         }
         if let Signature::User(Some(params)) = &self.signature {
-            check_arg_sizes(&self.name, params, &sizes)?;
+            check_arg_sizes(&self.name, params.iter().copied(), args)?;
         }
         let shared = u32::try_from(shared_mem_bytes).map_err(|_| {
             failure!(XDAL_ERROR_INVALID_VALUE, "{}: {shared_mem_bytes} bytes of shared memory", self.name)
@@ -250,17 +247,29 @@ impl CuFunction {
             grid: [grid.x, grid.y, grid.z],
             block: [block.x, block.y, block.z],
             shared,
-            values,
+            route: None,
         }))
     }
 
     /// A built-in's launch: the host-side checks and plan of
     /// xdal-backend-support's catalogue, then a 1-D grid of blocks
-    /// (`builtin::launch_size`), with the cast's route as a
-    /// trailing `uint` argument.
-    fn prepare_builtin(&self, b: &Builtin, device: usize, mut values: Vec<Vec<u8>>) -> CuResult<Prepared> {
-        let slices: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
-        let plan = match b.plan(&ArgValues(&slices)) {
+    /// (`builtin::launch_size`), with the cast's route as a trailing `uint`
+    /// argument.
+    ///
+    /// # Safety
+    /// As for `prepare`; the sizes match the built-in's parameters.
+    unsafe fn prepare_builtin(&self, b: &Builtin, device: usize, args: &[xdal_kernel_arg_t]) -> CuResult<Prepared> {
+        // The plan reads the values in place: a built-in takes a handful of
+        // arguments, so their slices fit on the stack.
+        let mut slices: [&[u8]; MAX_BUILTIN_ARGS] = [&[]; MAX_BUILTIN_ARGS];
+        let Some(slots) = slices.get_mut(..args.len()) else {
+            return Err(failure!(XDAL_ERROR_INTERNAL, "{} takes {} arguments", self.name, args.len()));
+        };
+        for (slot, arg) in slots.iter_mut().zip(args) {
+            // SAFETY: per the contract.
+            *slot = unsafe { std::slice::from_raw_parts(arg.value.cast::<u8>(), arg.size) };
+        }
+        let plan = match b.plan(&ArgValues(&slices[..args.len()])) {
             Ok(plan) => plan,
             Err(message) => return Ok(Prepared::Refused(failure!(XDAL_ERROR_LAUNCH_FAILED, "{message}"))),
         };
@@ -270,32 +279,39 @@ impl CuFunction {
         let function = self.handle(device)?;
         let max_blocks = crate::cuda().device(device).properties.max_grid_dim[0];
         let (blocks, threads) = builtin::launch_size(&plan, max_blocks);
-        if let Some(route) = b.route {
-            values.push(route.to_ne_bytes().to_vec());
-        }
-        Ok(Prepared::Launch(Launch { function, grid: [blocks, 1, 1], block: [threads, 1, 1], shared: 0, values }))
+        Ok(Prepared::Launch(Launch {
+            function,
+            grid: [blocks, 1, 1],
+            block: [threads, 1, 1],
+            shared: 0,
+            route: b.route,
+        }))
     }
 
-    fn enqueue(&self, stream: &Stream, launch: &mut Launch) -> CuResult<()> {
-        let mut args = launch.pointers();
+    /// # Safety
+    /// `args` are the launch's, each value readable for its size.
+    unsafe fn enqueue(&self, stream: &Stream, launch: &Launch, args: &[xdal_kernel_arg_t]) -> CuResult<()> {
         stream.enter()?;
-        // SAFETY: a kernel of the stream's context; each argument pointer is
-        // readable for its parameter's size (checked where the driver tells
-        // the sizes), and the driver copies the values before returning.
+        // SAFETY: the arguments per the contract; a kernel of the stream's
+        // context; each parameter pointer is readable for its parameter's
+        // size (checked where the driver tells the sizes), and the driver
+        // copies the values before returning.
         let code = unsafe {
-            (crate::api().launch_kernel)(
-                launch.function,
-                launch.grid[0],
-                launch.grid[1],
-                launch.grid[2],
-                launch.block[0],
-                launch.block[1],
-                launch.block[2],
-                launch.shared,
-                stream.handle,
-                args.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
+            launch.with_params(args, |params| {
+                (crate::api().launch_kernel)(
+                    launch.function,
+                    launch.grid[0],
+                    launch.grid[1],
+                    launch.grid[2],
+                    launch.block[0],
+                    launch.block[1],
+                    launch.block[2],
+                    launch.shared,
+                    stream.handle,
+                    params,
+                    std::ptr::null_mut(),
+                )
+            })
         };
         stream.check("cuLaunchKernel", code).map_err(|mut f| {
             f.message = format!("{}: {}", self.name, f.message);
@@ -304,21 +320,52 @@ impl CuFunction {
     }
 }
 
+/// Most built-in arguments (cast_strided's seven, with room to spare).
+const MAX_BUILTIN_ARGS: usize = 16;
+
+/// Parameters a launch passes from an array on the stack; more take a Vec.
+const INLINE_PARAMS: usize = 32;
+
 /// A kernel launch, translated: what `cuLaunchKernel` or a kernel node
-/// takes, with its own copy of every argument value.
+/// takes, less the argument values, which stay the caller's.
 pub(crate) struct Launch {
     pub function: CUfunction,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub shared: u32,
-    pub values: Vec<Vec<u8>>,
+    /// A built-in cast's route, its trailing `uint` parameter.
+    pub route: Option<u32>,
 }
 
 impl Launch {
-    /// The `kernelParams` array: a pointer to each value (valid while the
-    /// launch is, and not moved).
-    pub fn pointers(&mut self) -> Vec<*mut c_void> {
-        self.values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect()
+    /// Calls `with` with the `kernelParams` array: a pointer to each of
+    /// `args`' values, then to the route, valid during the call. No
+    /// allocation for up to `INLINE_PARAMS` parameters (the eager launch is
+    /// a hot path).
+    ///
+    /// # Safety
+    /// Each argument's `value` is readable for its size during the call.
+    pub unsafe fn with_params<R>(&self, args: &[xdal_kernel_arg_t], with: impl FnOnce(*mut *mut c_void) -> R) -> R {
+        let route = self.route;
+        let count = args.len() + usize::from(route.is_some());
+        // The driver takes `void **` but only reads through it.
+        let fill = |params: &mut [*mut c_void]| {
+            for (param, arg) in params.iter_mut().zip(args) {
+                *param = arg.value.cast_mut();
+            }
+            if let Some(route) = &route {
+                params[args.len()] = std::ptr::from_ref(route).cast_mut().cast();
+            }
+        };
+        if count <= INLINE_PARAMS {
+            let mut params = [std::ptr::null_mut(); INLINE_PARAMS];
+            fill(&mut params[..count]);
+            with(params.as_mut_ptr())
+        } else {
+            let mut params = vec![std::ptr::null_mut(); count];
+            fill(&mut params);
+            with(params.as_mut_ptr())
+        }
     }
 }
 
@@ -355,11 +402,18 @@ fn param_sizes(function: CUfunction, name: &str) -> CuResult<Option<Vec<usize>>>
     Ok(Some(sizes))
 }
 
-/// Checks a launch's argument sizes against the kernel's parameters.
-pub(crate) fn check_arg_sizes(name: &str, expected: &[usize], given: &[usize]) -> CuResult<()> {
-    if expected == given {
+/// Checks a launch's argument sizes against the kernel's parameters
+/// (allocating only for the message of a mismatch).
+pub(crate) fn check_arg_sizes(
+    name: &str,
+    expected: impl Iterator<Item = usize> + Clone,
+    args: &[xdal_kernel_arg_t],
+) -> CuResult<()> {
+    if expected.clone().eq(args.iter().map(|a| a.size)) {
         return Ok(());
     }
+    let expected: Vec<usize> = expected.collect();
+    let given: Vec<usize> = args.iter().map(|a| a.size).collect();
     Err(failure!(
         XDAL_ERROR_INVALID_VALUE,
         "{name} takes {} argument(s) of {expected:?} bytes; the launch gave {} of {given:?}",
@@ -370,18 +424,53 @@ pub(crate) fn check_arg_sizes(name: &str, expected: &[usize], given: &[usize]) -
 
 #[cfg(test)]
 mod tests {
-    use super::check_arg_sizes;
+    use super::{check_arg_sizes, Launch};
+    use std::ffi::c_void;
+    use xdal_abi::xdal_kernel_arg_t;
     use xdal_abi::xdal_status::XDAL_ERROR_INVALID_VALUE;
+
+    fn check(expected: &[usize], given: &[usize]) -> Result<(), xdal_backend_support::Failure> {
+        let args: Vec<xdal_kernel_arg_t> =
+            given.iter().map(|&size| xdal_kernel_arg_t { value: std::ptr::null(), size }).collect();
+        check_arg_sizes("k", expected.iter().copied(), &args)
+    }
 
     #[test]
     fn arguments_must_match_the_parameters_in_number_and_size() {
-        assert_eq!(check_arg_sizes("k", &[8, 8, 4], &[8, 8, 4]), Ok(()));
-        assert_eq!(check_arg_sizes("k", &[], &[]), Ok(()));
-        let f = check_arg_sizes("k", &[8, 8, 4], &[8, 8, 8]).unwrap_err();
+        assert_eq!(check(&[8, 8, 4], &[8, 8, 4]), Ok(()));
+        assert_eq!(check(&[], &[]), Ok(()));
+        let f = check(&[8, 8, 4], &[8, 8, 8]).unwrap_err();
         assert_eq!(f.status, XDAL_ERROR_INVALID_VALUE);
         assert_eq!(f.message, "k takes 3 argument(s) of [8, 8, 4] bytes; the launch gave 3 of [8, 8, 8]");
-        let f = check_arg_sizes("k", &[8, 8], &[8]).unwrap_err();
+        let f = check(&[8, 8], &[8]).unwrap_err();
         assert!(f.message.contains("the launch gave 1 of [8]"), "{}", f.message);
-        assert!(check_arg_sizes("k", &[8], &[8, 4]).is_err(), "an extra argument");
+        assert!(check(&[8], &[8, 4]).is_err(), "an extra argument");
+    }
+
+    #[test]
+    fn parameters_point_at_the_callers_values_then_the_route() {
+        let (a, b) = (7u64, 9u32);
+        let args = [
+            xdal_kernel_arg_t { value: std::ptr::from_ref(&a).cast(), size: 8 },
+            xdal_kernel_arg_t { value: std::ptr::from_ref(&b).cast(), size: 4 },
+        ];
+        let mut launch = Launch { function: std::ptr::null_mut(), grid: [1; 3], block: [1; 3], shared: 0, route: None };
+        let read = |params: *mut *mut c_void, n: usize| -> Vec<*mut c_void> {
+            // SAFETY: `with_params` passes `n` parameters.
+            unsafe { std::slice::from_raw_parts(params, n) }.to_vec()
+        };
+        // SAFETY: the values live through each call.
+        let plain = unsafe { launch.with_params(&args, |p| read(p, 2)) };
+        assert_eq!(plain, [args[0].value.cast_mut(), args[1].value.cast_mut()]);
+        launch.route = Some(5);
+        // SAFETY: as above; the third parameter is the route, live during
+        // the call.
+        let routed = unsafe { launch.with_params(&args, |p| (read(p, 2), *(*p.add(2)).cast::<u32>())) };
+        assert_eq!(routed, (plain, 5));
+        // More parameters than fit on the stack take the heap, the same way.
+        let many: Vec<xdal_kernel_arg_t> = (0..40).map(|_| args[1]).collect();
+        // SAFETY: as above.
+        let got = unsafe { launch.with_params(&many, |p| read(p, 41)) };
+        assert!(got[..40].iter().all(|&p| p == args[1].value.cast_mut()));
     }
 }
