@@ -70,13 +70,8 @@ static void test_ptx_from_memory_and_from_a_file(void) {
   REQUIRE_OK(xdal_module_get_function(&f, m, "touch"));
   touched(f, s, dst, 42);
 
-  char path[] = "/tmp/xdal-cuda-modules-XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  FILE *file = fdopen(fd, "w");
-  REQUIRE(file != NULL);
-  CHECK(fwrite(ptx, 1, sizeof ptx - 1, file) == sizeof ptx - 1);
-  fclose(file);
+  char path[512];
+  REQUIRE(temp_file(path, sizeof path, ptx, sizeof ptx - 1));
   xdal_module_t from_file;
   xdal_function_t g;
   if (CHECK_OK(xdal_module_load(&from_file, path)) && CHECK_OK(xdal_module_get_function(&g, from_file, "touch"))) {
