@@ -324,24 +324,25 @@ impl std::fmt::Display for ArgumentName<'_> {
     }
 }
 
-/// Refuses a launch of `builtin` whose pointer arguments reach memory
-/// other than live allocations of `device`. `classify` is the copies'
+/// Refuses a launch of `builtin` whose pointer arguments (`reaches`, from
+/// `BuiltinArgs::reaches`) reach memory other than live allocations of
+/// `device`. `classify` is the copies'
 /// check of a range (it refuses a range that runs past its allocation or
 /// lies in freed device memory).
 pub(crate) fn check_reaches(
     builtin: &BuiltinArgs,
-    args: &[xdal_kernel_arg_t],
+    reaches: &[Reach],
     device: std::ffi::c_int,
     classify: impl Fn(usize, usize, &dyn std::fmt::Display) -> XResult<crate::registry::MemoryType>,
 ) -> XResult<()> {
     use crate::registry::MemoryType;
-    for reach in builtin.reaches(args)? {
+    for reach in reaches {
         if reach.bytes == 0 {
             continue;
         }
         // Formatted only into a refusal: every launch of a built-in
         // passes here.
-        let what = ArgumentName { kernel: &builtin.name, reach: &reach };
+        let what = ArgumentName { kernel: &builtin.name, reach };
         if reach.addr == 0 {
             bail!(
                 XDAL_ERROR_INVALID_POINTER,

@@ -78,7 +78,7 @@ impl Reaches {
                 &Op::Set { dst, bytes, .. } if bytes > 0 => device_side(dst, bytes, "destination")?,
                 Op::Kernel(k) => {
                     if let Some(builtin) = &k.function.builtin {
-                        check_reaches(builtin, &k.args, graph.device.get(), note)?;
+                        check_reaches(builtin, &builtin.reaches(&k.args)?, graph.device.get(), note)?;
                     }
                 }
                 _ => {}

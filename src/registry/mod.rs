@@ -423,6 +423,23 @@ impl Registry {
         })
     }
 
+    /// The fast path of a built-in launch's check, from this thread's
+    /// cache only, with one look at it for all the ranges: true when each
+    /// non-empty `(address, bytes)` of `ranges` lies inside one live
+    /// allocation of `device`. False says only that the cache cannot
+    /// tell; the caller then checks range by range, and explains a refusal.
+    #[inline]
+    pub fn cached_on_device(&self, ranges: impl IntoIterator<Item = (usize, usize)>, device: c_int) -> bool {
+        let key = self.key();
+        RECENT_PLACES.with(|recent| {
+            recent.key.get() == key
+                && ranges
+                    .into_iter()
+                    .filter(|&(_, bytes)| bytes != 0)
+                    .all(|(addr, bytes)| self.cached_side_in(recent, addr, bytes) == Some(MemoryType::Device(device)))
+        })
+    }
+
     #[inline]
     fn cached_side_in(&self, recent: &RecentPlaces, addr: usize, bytes: usize) -> Option<MemoryType> {
         let entry = recent.entries[Self::recent_index(recent, addr)?].get();

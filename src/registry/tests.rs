@@ -136,3 +136,29 @@ fn operands_stay_cached_while_results_come_and_go() {
         }
     }
 }
+
+#[test]
+fn a_launch_is_known_good_only_when_every_range_is_on_its_device() {
+    let registry = Registry::new();
+    registry.insert(Allocation { base: 0x1000, size: 0x100, memory: MemoryType::Device(0) });
+    registry.insert(Allocation { base: 0x2000, size: 0x100, memory: MemoryType::Device(0) });
+    registry.insert(Allocation { base: 0x3000, size: 0x100, memory: MemoryType::Device(1) });
+    registry.insert(Allocation { base: 0x4000, size: 0x100, memory: MemoryType::Host });
+    let known = |ranges: &[(usize, usize)], device| registry.cached_on_device(ranges.iter().copied(), device);
+    assert!(known(&[(0x1000, 0x100), (0x2010, 0x10)], 0), "both inside allocations of device 0");
+    assert!(known(&[(0x1000, 0x100), (0, 0), (0x5000, 0)], 0), "empty ranges touch nothing");
+    assert!(known(&[], 0));
+    assert!(!known(&[(0x1000, 0x101)], 0), "one byte past the end");
+    assert!(!known(&[(0x1000, 8), (0x3000, 8)], 0), "memory of another device");
+    assert!(known(&[(0x3000, 8)], 1));
+    assert!(!known(&[(0x4000, 8)], 0), "pinned host memory");
+    assert!(!known(&[(0x5000, 8)], 0), "memory xdal never gave");
+    assert!(!known(&[(0, 8)], 0), "NULL");
+    std::thread::scope(|scope| {
+        let elsewhere = scope.spawn(|| registry.cached_on_device([(0x1000, 8)], 0)).join().unwrap();
+        assert!(!elsewhere, "another thread's cache has no answer yet: it checks range by range");
+    });
+    assert!(registry.remove_if(0x2000, |_| true).is_some());
+    assert!(!known(&[(0x1000, 8), (0x2000, 8)], 0), "freed since");
+    assert!(known(&[(0x1000, 8)], 0), "the other allocation's answer holds");
+}

@@ -76,13 +76,19 @@ impl Args {
             } else {
                 self.heap_offsets.push(offset as u16);
             }
-            // SAFETY: the caller guarantees the source; the slot holds
-            // `size` bytes at `offset` inside the storage.
-            unsafe { std::ptr::copy_nonoverlapping(arg.value as *const u8, base.add(offset), arg.size) };
             if arg.size == 8 {
-                // SAFETY: the slot is 16-aligned and holds 8 bytes.
-                let slot = unsafe { &mut *(base.add(offset) as *mut usize) };
-                *slot = fake.alias(*slot);
+                // Pointers and counts, nearly every argument: one word, not
+                // a copy of a size known only at run time.
+                // SAFETY: the caller guarantees 8 readable bytes (of any
+                // alignment); the slot is 16-aligned and holds 8 bytes.
+                unsafe {
+                    let word = (arg.value as *const usize).read_unaligned();
+                    (base.add(offset) as *mut usize).write(fake.alias(word));
+                }
+            } else {
+                // SAFETY: the caller guarantees the source; the slot holds
+                // `size` bytes at `offset` inside the storage.
+                unsafe { std::ptr::copy_nonoverlapping(arg.value as *const u8, base.add(offset), arg.size) };
             }
             offset += arg.size.next_multiple_of(SLOT_ALIGN);
         }
