@@ -13,9 +13,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/mul.h>
-#include <ATen/ops/result_type.h>
+#include <ATen/ops/result_type_native.h>
 #include <ATen/ops/sub.h>
-#include <c10/core/DeviceGuard.h>
 
 #include <string>
 #include <vector>
@@ -80,6 +79,11 @@ c10::DimVector elementwise_result_strides(const Tensor& a, const Tensor& b, at::
   return {strides.begin(), strides.end()};
 }
 
+// PyTorch's type promotion of self and other (at::result_type's own
+// kernel: the operator is composite, and dispatching it cost about as much
+// as computing it, on every small operator).
+at::ScalarType promoted(const Tensor& self, const Tensor& other) { return at::native::result_type(self, other); }
+
 // out = a (op) b with xdal's add_<t>/mul_<t>, or, given `scale`, out = a +
 // scale * b with axpby_<t> (1.1: add and sub with alpha); false when the
 // case is left to the fallback (type promotion into another out type, ...).
@@ -90,30 +94,31 @@ c10::DimVector elementwise_result_strides(const Tensor& a, const Tensor& b, at::
 //
 // An undefined `out` asks for a new result, allocated here with
 // TensorIterator's strides (a functional call: nothing to resize).
-bool binary_native(const char* op, const Tensor& self, const Tensor& other, Tensor& out,
+bool binary_native(const char* op, at::ScalarType type, const Tensor& self, const Tensor& other, Tensor& out,
                    const at::Scalar* scale = nullptr) {
-  const at::ScalarType type = at::result_type(self, other);
   if (!native_arith_type(type)) return false;
   if (!out.defined()) {
     const Tensor& on = is_xdal(self) ? self : other;
     if (!native_operand(self, on) || !native_operand(other, on)) return false;
     const c10::DimVector shape = at::infer_size_dimvector(self.sizes(), other.sizes());
-    out = at::empty_strided(shape, elementwise_result_strides(self, other, type, shape),
-                            at::TensorOptions().dtype(type).device(on.device()));
+    // The kernel of empty_strided itself, not through the dispatcher: a
+    // small operator's result costs a third less so.
+    out = ops::empty_strided(shape, elementwise_result_strides(self, other, type, shape), type, std::nullopt,
+                             on.device(), std::nullopt);
   } else {
     if (!is_xdal(out) || has_bits(out)) return false;
     check_write_overlap(out, {self, other});
     if (out.scalar_type() != type) return false;
     if (!native_operand(self, out) || !native_operand(other, out)) return false;
     const c10::DimVector shape = at::infer_size_dimvector(self.sizes(), other.sizes());
-    c10::DeviceGuard resize_on(out.device());
+    DeviceSwitch on(out.device().index());
     if (at::native::resize_output(out, shape)) {
       const c10::DimVector strides = elementwise_result_strides(self, other, type, shape);
       if (!out.strides().equals(strides)) out.as_strided_(shape, strides);
     }
   }
   const c10::IntArrayRef shape = out.sizes();
-  c10::DeviceGuard g(out.device());
+  DeviceSwitch on(out.device().index());
   const int64_t n = out.numel();
   if (n == 0) return true;
   Tensor o = out.is_non_overlapping_and_dense() ? out : at::empty(shape, out.options().memory_format(at::MemoryFormat::Contiguous));
@@ -153,17 +158,20 @@ bool alpha_is_one(const at::Scalar& alpha) {
 // a + alpha * b: add_<t> when alpha is 1, else axpby_<t>. alpha is
 // checked as the CPU checks it (no fractional alpha for integers).
 bool add_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
-  at::native::alpha_check(at::result_type(self, other), alpha);
-  return alpha_is_one(alpha) ? binary_native("add", self, other, out) : binary_native("add", self, other, out, &alpha);
+  const at::ScalarType type = promoted(self, other);
+  at::native::alpha_check(type, alpha);
+  return alpha_is_one(alpha) ? binary_native("add", type, self, other, out)
+                             : binary_native("add", type, self, other, out, &alpha);
 }
 
 // a - alpha * b as a + (-alpha) * b (exact: negation), after the CPU's
 // checks: no bool operand, no fractional alpha for integers.
 bool sub_native(const Tensor& self, const Tensor& other, const at::Scalar& alpha, Tensor& out) {
   at::native::sub_check(self, other);
-  at::native::alpha_check(at::result_type(self, other), alpha);
+  const at::ScalarType type = promoted(self, other);
+  at::native::alpha_check(type, alpha);
   const at::Scalar minus = -alpha;
-  return binary_native("sub", self, other, out, &minus);
+  return binary_native("sub", type, self, other, out, &minus);
 }
 
 }  // namespace
@@ -204,17 +212,17 @@ Tensor& sub_out(const Tensor& self, const Tensor& other, const at::Scalar& alpha
 
 Tensor mul(const Tensor& self, const Tensor& other) {
   Tensor out;  // binary_native allocates it
-  if (binary_native("mul", self, other, out)) return out;
+  if (binary_native("mul", promoted(self, other), self, other, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul_Tensor>::call(self, other);
 }
 
 Tensor& mul_(Tensor& self, const Tensor& other) {
-  if (same_shape_in_place(self, other) && binary_native("mul", self, other, self)) return self;
+  if (same_shape_in_place(self, other) && binary_native("mul", promoted(self, other), self, other, self)) return self;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul__Tensor>::call(self, other);
 }
 
 Tensor& mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  if (binary_native("mul", self, other, out)) return out;
+  if (binary_native("mul", promoted(self, other), self, other, out)) return out;
   return at::native::call_fallback_fn<&cpu_fallback, at::_ops::mul_out>::call(self, other, out);
 }
 

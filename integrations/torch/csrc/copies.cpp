@@ -8,7 +8,6 @@
 #include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
-#include <c10/core/DeviceGuard.h>
 
 #include <string>
 #include <vector>
@@ -190,12 +189,12 @@ void copy_cross_device(const Tensor& src, const Tensor& dst) {
   const c10::DeviceIndex a = src.device().index(), b = dst.device().index();
   Tensor s = src;
   if (s.scalar_type() != dst.scalar_type() || !s.is_non_overlapping_and_dense()) {
-    c10::DeviceGuard g(src.device());
+    DeviceSwitch on(src.device().index());
     Tensor tmp = at::empty(s.sizes(), s.options().dtype(dst.scalar_type()).memory_format(at::MemoryFormat::Contiguous));
     copy_same_device(s, tmp, current_stream(a));
     s = tmp;
   }
-  c10::DeviceGuard g(dst.device());
+  DeviceSwitch on(dst.device().index());
   Tensor d = dense_same_layout(s, dst) ? dst : at::empty_strided(s.sizes(), s.strides(), dst.options());
   const c10::Stream sa = current_stream(a), sb = current_stream(b);
   stream_wait_stream(sb, sa);
@@ -222,7 +221,7 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
     // Materialize the values on the CPU, where copy_ resolves the bits.
     Tensor v;
     if (is_xdal(src)) {
-      c10::DeviceGuard g(src.device());
+      DeviceSwitch on(src.device().index());
       v = raw_to_cpu(src);
       v._set_conj(src.is_conj());
       v._set_neg(src.is_neg());
@@ -232,7 +231,7 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
     if (!is_xdal(dst)) {
       dst.copy_(v);
     } else {
-      c10::DeviceGuard g(dst.device());
+      DeviceSwitch on(dst.device().index());
       Tensor tmp = at::empty(dst.sizes(), dst.options().device(at::kCPU));
       tmp._set_conj(dst.is_conj());
       tmp._set_neg(dst.is_neg());
@@ -246,18 +245,18 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
 
   if (is_xdal(src) && is_xdal(dst)) {
     if (src.device() == dst.device()) {
-      c10::DeviceGuard g(dst.device());
+      DeviceSwitch on(dst.device().index());
       copy_same_device(src, dst, current_stream(dst.device().index()));
     } else {
       copy_cross_device(src, dst);
     }
   } else if (src.is_cpu() && is_xdal(dst)) {
-    c10::DeviceGuard g(dst.device());
+    DeviceSwitch on(dst.device().index());
     Tensor c = src.scalar_type() == dst.scalar_type() ? src : src.to(dst.scalar_type());
     raw_from_cpu(c, dst, non_blocking);
     note_range_of_copy(c, dst);
   } else if (is_xdal(src) && dst.is_cpu()) {
-    c10::DeviceGuard g(src.device());
+    DeviceSwitch on(src.device().index());
     if (src.scalar_type() == dst.scalar_type() && dense_same_layout(src, dst)) {
       const c10::Stream s = current_stream(src.device().index());
       memcpy_on(ptr_of(dst), ptr_of(src), size_t(src.numel()) * src.element_size(), XDAL_MEMCPY_DEVICE_TO_HOST, s);
@@ -292,7 +291,7 @@ Tensor copy_from_and_resize(const Tensor& self, const Tensor& dst) {
 
 at::Scalar local_scalar_dense(const Tensor& self) {
   OperatorScope named("aten::_local_scalar_dense (Tensor.item())", "it reads the value on the host");
-  c10::DeviceGuard g(self.device());
+  DeviceSwitch on(self.device().index());
   Tensor v = raw_to_cpu(self);
   v._set_conj(self.is_conj());
   v._set_neg(self.is_neg());

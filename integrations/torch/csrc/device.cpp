@@ -128,6 +128,7 @@ DeviceSwitch::DeviceSwitch(c10::DeviceIndex device) {
   int current = 0;
   TX_CHECK(xdal_device_get(&current));
   if (device >= 0 && device != current) {
+    check_device(device);
     TX_CHECK(xdal_device_set(device));
     previous_ = current;
   }

@@ -13,7 +13,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
-#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -360,8 +359,8 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     locks.emplace_back(gen.mutex());
     v = c10::IValue(cpu_generator_of(gen));
   }
-  c10::OptionalDeviceGuard g;
-  if (device && device->index() >= 0) g.reset_device(*device);
+  std::optional<DeviceSwitch> on;
+  if (device) on.emplace(device->index());
   if (device && writes_shared_memory(op, *stack, base)) {
     run_on_host_mirrors(op, stack, base, *device);
   } else if (device && run_as_host_kernel(op, stack, base, *device)) {
@@ -380,7 +379,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
                    at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                    at::IntArrayRef output_padding, int64_t groups) {
   count_fallback("aten::convolution_overrideable");
-  c10::DeviceGuard g(input.device());
+  DeviceSwitch on(input.device().index());
   static const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::convolution", "");
   torch::jit::Stack stack{input, weight, bias, stride, padding, dilation, transposed, output_padding, groups};
   if (run_as_host_kernel(op, &stack, 0, input.device(), "aten::convolution_overrideable"))
@@ -398,7 +397,7 @@ std::tuple<Tensor, Tensor, Tensor> convolution_backward(const Tensor& grad_outpu
                                                         bool transposed, at::IntArrayRef output_padding,
                                                         int64_t groups, std::array<bool, 3> output_mask) {
   count_fallback("aten::convolution_backward_overrideable");
-  c10::DeviceGuard g(input.device());
+  DeviceSwitch on(input.device().index());
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
   std::vector<int64_t> bias_sizes{out_channels};
   static const c10::OperatorHandle op =

@@ -11,7 +11,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/fill.h>
 #include <ATen/ops/scalar_tensor.h>
-#include <c10/core/DeviceGuard.h>
 
 #include <cstring>
 #include <string>
@@ -86,7 +85,7 @@ Tensor& fill_with(Tensor& self, const at::Scalar& value) {
     fill_with(distinct, value);
     return self;
   }
-  c10::DeviceGuard g(self.device());
+  DeviceSwitch on(self.device().index());
   const c10::Stream s = current_stream(self.device().index());
   // The element's bytes, converted exactly as the CPU's fill_ converts, are
   // stored as an integer of their size: fill_<bits> on dense tensors,
@@ -142,7 +141,7 @@ Tensor& zero_(Tensor& self) {
   const int64_t n = self.numel();
   if (n == 0) return self;
   if (!self.is_non_overlapping_and_dense()) return fill_with(self, 0);
-  c10::DeviceGuard g(self.device());
+  DeviceSwitch on(self.device().index());
   const c10::Stream s = current_stream(self.device().index());
   TX_CHECK(xdal_memset_async(ptr_of(self), 0, size_t(n) * self.element_size(), native_stream(s)));
   return self;

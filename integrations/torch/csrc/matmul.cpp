@@ -7,7 +7,6 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
-#include <c10/core/DeviceGuard.h>
 
 #include <string>
 
@@ -31,7 +30,7 @@ bool mm_native(const Tensor& self, const Tensor& mat2, const Tensor& out) {
     default:
       return false;
   }
-  c10::DeviceGuard g(self.device());
+  DeviceSwitch on(self.device().index());
   const int64_t m = self.size(0), k = self.size(1), n = mat2.size(1);
   at::native::resize_output(out, {m, n});
   if (m == 0 || n == 0) return true;

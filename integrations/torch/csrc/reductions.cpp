@@ -9,7 +9,6 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
-#include <c10/core/DeviceGuard.h>
 #include <c10/util/accumulate.h>
 
 #include <algorithm>
@@ -40,7 +39,7 @@ Tensor sum_native(const Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
   const at::ScalarType type =
       dtype ? *dtype : (at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
   if (!native_arith_type(type) || type == at::kBool) return Tensor();
-  c10::DeviceGuard g(self.device());
+  DeviceSwitch on(self.device().index());
   const c10::Stream s = current_stream(self.device().index());
   Tensor x = self.scalar_type() == type ? self : self.to(type);
   if (!x.is_contiguous()) x = x.contiguous();

@@ -10,7 +10,6 @@
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/view_native.h>
-#include <c10/core/DeviceGuard.h>
 
 #include <utility>
 
@@ -47,7 +46,7 @@ Tensor empty(at::IntArrayRef size, std::optional<at::ScalarType> dtype, std::opt
   TORCH_CHECK(d.type() == kXdal, "xdal: empty on ", d);
   TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided, "xdal: only strided tensors");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
-  c10::DeviceGuard g(d);
+  DeviceSwitch on(d.index());
   return at::detail::empty_generic(size, device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
                                    c10::dtype_or_default(dtype), memory_format);
 }
@@ -59,7 +58,7 @@ Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional
   TORCH_CHECK(d.type() == kXdal, "xdal: empty_strided on ", d);
   TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided, "xdal: only strided tensors");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
-  c10::DeviceGuard g(d);
+  DeviceSwitch on(d.index());
   return at::detail::empty_strided_generic(size, stride, device_allocator(),
                                            c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
                                            c10::dtype_or_default(dtype));
@@ -80,7 +79,7 @@ const Tensor& resize_(const Tensor& self, c10::SymIntArrayRef size_sym,
     const size_t needed = size_t(impl->storage_offset() + numel) * self.element_size();
     const c10::Storage& storage = impl->unsafe_storage();
     if (needed > storage.nbytes()) {
-      c10::DeviceGuard g(self.device());
+      DeviceSwitch on(self.device().index());
       resize_storage_bytes(storage.unsafeGetStorageImpl(), needed);
     }
   }
