@@ -139,6 +139,7 @@ loss = torch.compile(lambda a, b: nn.functional.cross_entropy(a, b))
 x = torch.randn(4, 3, device="xdal")
 side = torch.xdal.Stream()
 with torch.xdal.stream(side):
+    side.wait_stream(torch.xdal.default_stream())  # x is made on the default stream
     good = torch.tensor([0, 1, 2, 1], device="xdal")
     bad = torch.tensor([0, 7, 2, 1], device="xdal")
     print("good", round(loss(x, good).item(), 4) == round(nn.functional.cross_entropy(x.cpu(), good.cpu()).item(), 4))

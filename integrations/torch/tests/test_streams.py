@@ -145,6 +145,9 @@ def test_default_stream_of_other_device_from_guard():
 def test_record_stream_keeps_memory_alive():
     s = torch.Stream(device="xdal")
     x = torch.arange(1 << 16, dtype=torch.float32, device="xdal")
+    # x is made on the default stream: s waits for it before reading it, as
+    # on CUDA (without, the product may read x before arange has run).
+    s.wait_stream(torch.xdal.current_stream())
     with torch.xdal.stream(s):
         y = x * 2
     x.record_stream(s)
