@@ -13,6 +13,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
+#include <c10/util/SmallVector.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -33,7 +34,9 @@ namespace torch_xdal {
 // farthest element the smaller ones reach (exact for PyTorch's
 // non-negative strides; stride 0 of an expanded dimension fails it).
 bool may_overlap_itself(at::IntArrayRef sizes, at::IntArrayRef strides) {
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of dimensions of more than one element
+  // (stride, size) of dimensions of more than one element; on the stack, as
+  // this runs for every result of the host path.
+  c10::SmallVector<std::pair<int64_t, int64_t>, 8> dims;
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 0) return false;
     if (sizes[d] > 1) dims.emplace_back(strides[d], sizes[d]);

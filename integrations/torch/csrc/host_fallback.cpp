@@ -315,6 +315,8 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   auto job = std::make_unique<HostJob>(op);
   job->args = originals;
   std::vector<Tensor> device_inputs;
+  job->inputs.reserve(n);
+  device_inputs.reserve(n);
   bool eligible = true;
   auto operand_type_ok = [&](const Tensor& t, size_t slot) {
     if (t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble) return true;
@@ -371,6 +373,7 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   const std::shared_ptr<const MetaAnswer> meta = meta_answer(op, originals);
   if (!meta->usable) return false;
   std::vector<Tensor> outputs(meta->results.size());
+  job->results.reserve(meta->results.size());
   for (const auto& result : meta->results) {
     // A result whose elements share memory (new_empty_strided with a zero
     // stride) cannot take the CPU kernel's result element by element.
@@ -379,8 +382,8 @@ bool run_as_host_kernel(const c10::OperatorHandle& op, std::vector<c10::IValue>*
   }
   job->out_op = meta->out_op;
   if (device_inputs.size() + job->results.size() > kMaxOperands) return false;
-  for (const Operand& o : job->results)
-    outputs[o.slot] = at::empty_strided(o.sizes, o.strides, at::TensorOptions().dtype(o.dtype).device(device));
+  for (const Operand& o : job->results)  // empty_strided's kernel itself: not through the dispatcher
+    outputs[o.slot] = ops::empty_strided(o.sizes, o.strides, o.dtype, std::nullopt, device, std::nullopt);
 
   std::vector<void*> pointers;
   pointers.reserve(device_inputs.size() + job->results.size());

@@ -13,7 +13,9 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/util/Exception.h>
 
+#include <charconv>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -41,19 +43,28 @@ constexpr size_t kMaxMetaAnswers = 4096;
 // Appends what decides the meta kernel's answer about `v` to `key`; false
 // for a value it cannot describe (the answer is then not kept).
 bool describe(const c10::IValue& v, std::string& key) {
+  // Numbers go straight into the key: the key is built at every call of
+  // the host path, and temporary strings were most of its cost.
+  auto number = [&](int64_t x, char after) {
+    char digits[24];
+    const auto end = std::to_chars(std::begin(digits), std::end(digits), x).ptr;
+    key.append(digits, end);
+    key += after;
+  };
   auto ints = [&](c10::IntArrayRef a) {
-    for (int64_t x : a) key += std::to_string(x) + ",";
-    key += ";";
+    for (int64_t x : a) number(x, ',');
+    key += ';';
   };
   auto tensor = [&](const Tensor& t) {
     if (!t.defined()) {
       key += "u;";
       return;
     }
-    key += "t" + std::to_string(static_cast<int>(t.scalar_type())) + (is_xdal(t) ? "x" : "c");
+    key += 't';
+    number(static_cast<int>(t.scalar_type()), is_xdal(t) ? 'x' : 'c');
     ints(t.sizes());
     ints(t.strides());
-    key += std::to_string(t.storage_offset()) + ";";
+    number(t.storage_offset(), ';');
   };
   if (v.isTensor()) {
     tensor(v.toTensor());
@@ -68,7 +79,8 @@ bool describe(const c10::IValue& v, std::string& key) {
   } else if (v.isNone()) {
     key += "n;";
   } else if (v.isInt() || v.isBool()) {
-    key += "i" + std::to_string(v.isInt() ? v.toInt() : int64_t(v.toBool())) + ";";
+    key += 'i';
+    number(v.isInt() ? v.toInt() : int64_t(v.toBool()), ';');
   } else if (v.isDouble()) {
     const double d = v.toDouble();
     uint64_t bits = 0;
@@ -403,7 +415,9 @@ void size_empty_outs(const c10::OperatorHandle& op, const std::vector<c10::IValu
 }
 
 std::shared_ptr<const MetaAnswer> meta_answer(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args) {
-  std::string key = op.schema().name() + "." + op.schema().overload_name() + "|";
+  std::string key;
+  key.reserve(256);
+  key.append(op.schema().name()).append(".").append(op.schema().overload_name()).append("|");
   bool keep = true;
   for (const c10::IValue& v : args) keep = keep && describe(v, key);
   if (keep) {
