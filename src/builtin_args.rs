@@ -326,9 +326,8 @@ impl std::fmt::Display for ArgumentName<'_> {
 
 /// Refuses a launch of `builtin` whose pointer arguments (`reaches`, from
 /// `BuiltinArgs::reaches`) reach memory other than live allocations of
-/// `device`. `classify` is the copies'
-/// check of a range (it refuses a range that runs past its allocation or
-/// lies in freed device memory).
+/// `device`. `classify` is the copies' check of a range (it refuses a
+/// range that runs past its allocation or lies in freed device memory).
 pub(crate) fn check_reaches(
     builtin: &BuiltinArgs,
     reaches: &[Reach],

@@ -71,6 +71,12 @@ def test_device_guard_follows_tensor_device():
     assert y.device == torch.device("xdal:1")
     assert torch.xdal.current_device() == 0
     assert y.cpu().tolist() == [2.0] * 4
+    with torch.xdal.device(1):
+        z = torch.relu(torch.full((4,), -1.0, device="xdal:0"))  # the host-kernel path, on device 0
+        w = torch.ones(4, device="xdal:0") * 3  # a built-in, on device 0
+        assert torch.xdal.current_device() == 1, "each operator puts the current device back"
+    assert (z.device, w.device) == (torch.device("xdal:0"), torch.device("xdal:0"))
+    assert z.cpu().tolist() == [0.0] * 4 and w.cpu().tolist() == [3.0] * 4
 
 
 def test_invalid_device():
