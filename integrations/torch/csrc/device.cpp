@@ -125,8 +125,9 @@ c10::DeviceIndex resolve_device(c10::DeviceIndex device) {
 }
 
 DeviceSwitch::DeviceSwitch(c10::DeviceIndex device) {
-  int current = 0;
-  TX_CHECK(xdal_device_get(&current));
+  // current_device: a forked child gets PyTorch's "Cannot re-initialize"
+  // refusal here too, not xdal's own.
+  const c10::DeviceIndex current = current_device();
   if (device >= 0 && device != current) {
     check_device(device);
     TX_CHECK(xdal_device_set(device));
