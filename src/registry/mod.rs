@@ -410,11 +410,7 @@ impl Registry {
     /// cache.
     #[inline]
     pub fn cached_sides<const N: usize>(&self, addrs: [usize; N], bytes: usize) -> Option<[MemoryType; N]> {
-        let key = self.key();
-        RECENT_PLACES.with(|recent| {
-            if recent.key.get() != key {
-                return None;
-            }
+        self.with_recent(|recent| {
             let mut sides = [MemoryType::Unregistered; N];
             for (side, &addr) in sides.iter_mut().zip(&addrs) {
                 *side = self.cached_side_in(recent, addr, bytes)?;
@@ -430,14 +426,22 @@ impl Registry {
     /// tell; the caller then checks range by range, and explains a refusal.
     #[inline]
     pub fn cached_on_device(&self, ranges: impl IntoIterator<Item = (usize, usize)>, device: c_int) -> bool {
-        let key = self.key();
-        RECENT_PLACES.with(|recent| {
-            recent.key.get() == key
-                && ranges
-                    .into_iter()
-                    .filter(|&(_, bytes)| bytes != 0)
-                    .all(|(addr, bytes)| self.cached_side_in(recent, addr, bytes) == Some(MemoryType::Device(device)))
+        self.with_recent(|recent| {
+            ranges
+                .into_iter()
+                .filter(|&(_, bytes)| bytes != 0)
+                .all(|(addr, bytes)| self.cached_side_in(recent, addr, bytes) == Some(MemoryType::Device(device)))
+                .then_some(())
         })
+        .is_some()
+    }
+
+    /// `f` over the calling thread's cache, if its answers are this
+    /// registry's (None otherwise): one thread-local access for a whole check.
+    #[inline]
+    fn with_recent<R>(&self, f: impl FnOnce(&RecentPlaces) -> Option<R>) -> Option<R> {
+        let key = self.key();
+        RECENT_PLACES.with(|recent| if recent.key.get() == key { f(recent) } else { None })
     }
 
     #[inline]

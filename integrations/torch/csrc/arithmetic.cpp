@@ -111,8 +111,7 @@ bool binary_native(const char* op, at::ScalarType type, const Tensor& self, cons
     if (out.scalar_type() != type) return false;
     if (!native_operand(self, out) || !native_operand(other, out)) return false;
     const c10::DimVector shape = at::infer_size_dimvector(self.sizes(), other.sizes());
-    DeviceSwitch on(out.device().index());
-    if (at::native::resize_output(out, shape)) {
+    if (at::native::resize_output(out, shape)) {  // resize_ keeps out's device itself
       const c10::DimVector strides = elementwise_result_strides(self, other, type, shape);
       if (!out.strides().equals(strides)) out.as_strided_(shape, strides);
     }

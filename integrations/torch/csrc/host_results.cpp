@@ -45,7 +45,7 @@ constexpr size_t kMaxMetaAnswers = 4096;
 bool describe(const c10::IValue& v, std::string& key) {
   // Numbers go straight into the key: the key is built at every call of
   // the host path, and temporary strings were most of its cost.
-  auto number = [&](int64_t x, char after) {
+  auto number = [&](auto x, char after) {
     char digits[24];
     const auto end = std::to_chars(std::begin(digits), std::end(digits), x).ptr;
     key.append(digits, end);
@@ -85,7 +85,8 @@ bool describe(const c10::IValue& v, std::string& key) {
     const double d = v.toDouble();
     uint64_t bits = 0;
     std::memcpy(&bits, &d, sizeof bits);
-    key += "d" + std::to_string(bits) + ";";
+    key += 'd';
+    number(bits, ';');
   } else if (v.isIntList()) {
     key += "l";
     ints(v.toIntList().vec());
