@@ -168,7 +168,19 @@ fn check_copy_slowly(
 }
 
 /// Checks that `dst` can be set: `bytes` of live device memory.
+#[inline]
 fn check_set(backend: &Backend, dst: *mut c_void, bytes: usize) -> XResult<()> {
+    // The thread's cache answers a set into a live allocation (never for
+    // NULL: no allocation is at address 0); the rest, refusals included,
+    // takes the registry's search.
+    if REGISTRY.cached_device(dst as usize, bytes).is_some() {
+        return Ok(());
+    }
+    check_set_in_registry(backend, dst, bytes)
+}
+
+#[inline(never)]
+fn check_set_in_registry(backend: &Backend, dst: *mut c_void, bytes: usize) -> XResult<()> {
     require(dst, "dst")?;
     if !classify(backend, dst as usize, bytes, "destination")?.is_device() {
         bail!(XDAL_ERROR_INVALID_POINTER, "{dst:p} is not device memory");

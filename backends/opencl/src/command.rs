@@ -1,25 +1,96 @@
-//! The enqueue calls of the stream paths, straight through cl3's table of
-//! the runtime's entry points. cl3's own wrappers always ask the runtime
-//! for the command's event; these take the event pointer as OpenCL does
-//! (NULL: none), so that a command nothing waits for costs no event: no
-//! reference taken at the enqueue and none to give back after it, which on
-//! PoCL is a tenth of a small command's cost on the calling thread.
-use cl3::error_codes::{DLOPEN_FUNCTION_NOT_AVAILABLE, DLOPEN_RUNTIME_LOAD_FAILED};
-use cl3::types::{cl_command_queue, cl_event, cl_kernel};
+//! The enqueue calls of the stream paths, straight through the runtime's
+//! entry points. cl3's own wrappers always ask the runtime for the
+//! command's event; these take the event pointer as OpenCL does (NULL:
+//! none), so that a command nothing waits for costs no event: no reference
+//! taken at the enqueue and none to give back after it, which on PoCL is a
+//! tenth of a small command's cost on the calling thread. And they call
+//! the entry points as a C program does, through pointers resolved once:
+//! cl3's table costs each call a lazy load's test, an optional pointer's
+//! unwrapping and its own frame, some 30 instructions of a fill's budget.
+use cl3::error_codes::DLOPEN_RUNTIME_LOAD_FAILED;
+use cl3::types::{cl_command_queue, cl_event, cl_int, cl_kernel, cl_uint};
 use std::ffi::c_void;
 use std::ptr::null;
+use std::sync::OnceLock;
 
-/// The runtime's entry points (loaded by the time any stream exists).
-fn api() -> Result<&'static cl3::OpenCl, i32> {
-    cl3::load_library().as_ref().map(|runtime| &**runtime).map_err(|_| DLOPEN_RUNTIME_LOAD_FAILED)
+/// The entry points the stream paths call, as the OpenCL headers declare
+/// them.
+struct Entries {
+    fill: unsafe extern "C" fn(
+        cl_command_queue,
+        *mut c_void,
+        *const c_void,
+        usize,
+        usize,
+        cl_uint,
+        *const cl_event,
+        *mut cl_event,
+    ) -> cl_int,
+    copy: unsafe extern "C" fn(
+        cl_command_queue,
+        cl_uint,
+        *mut c_void,
+        *const c_void,
+        usize,
+        cl_uint,
+        *const cl_event,
+        *mut cl_event,
+    ) -> cl_int,
+    kernel: unsafe extern "C" fn(
+        cl_command_queue,
+        cl_kernel,
+        cl_uint,
+        *const usize,
+        *const usize,
+        *const usize,
+        cl_uint,
+        *const cl_event,
+        *mut cl_event,
+    ) -> cl_int,
+    marker: unsafe extern "C" fn(cl_command_queue, cl_uint, *const cl_event, *mut cl_event) -> cl_int,
+    barrier: unsafe extern "C" fn(cl_command_queue, cl_uint, *const cl_event, *mut cl_event) -> cl_int,
+    /// Keeps the entry points loaded.
+    _library: libloading::Library,
 }
 
-/// An entry point's result: None when the runtime lacks the entry.
-fn status(code: Option<i32>) -> Result<(), i32> {
+static ENTRIES: OnceLock<Option<Entries>> = OnceLock::new();
+
+/// The runtime's entry points: the library cl3 loaded (the same names, in
+/// the same order: `OPENCL_DYLIB_PATH`'s entries, then libOpenCL.so.1), so
+/// that both reach the same runtime.
+fn api() -> Result<&'static Entries, i32> {
+    ENTRIES.get_or_init(load).as_ref().ok_or(DLOPEN_RUNTIME_LOAD_FAILED)
+}
+
+#[cold]
+fn load() -> Option<Entries> {
+    let paths = std::env::var("OPENCL_DYLIB_PATH").unwrap_or_default();
+    let library = paths.split(';').filter(|p| !p.is_empty()).chain(["libOpenCL.so.1"]).find_map(|path| {
+        // SAFETY: the ICD loader (or an OpenCL runtime) runs no
+        // initializer that could conflict with the process; cl3 opened it
+        // already.
+        unsafe { libloading::Library::new(path) }.ok()
+    })?;
+    // SAFETY: each symbol is the OpenCL 2.0 entry point of that name, whose
+    // C signature the field's type spells.
+    unsafe {
+        Some(Entries {
+            fill: *library.get(b"clEnqueueSVMMemFill\0").ok()?,
+            copy: *library.get(b"clEnqueueSVMMemcpy\0").ok()?,
+            kernel: *library.get(b"clEnqueueNDRangeKernel\0").ok()?,
+            marker: *library.get(b"clEnqueueMarkerWithWaitList\0").ok()?,
+            barrier: *library.get(b"clEnqueueBarrierWithWaitList\0").ok()?,
+            _library: library,
+        })
+    }
+}
+
+/// An entry point's result.
+#[inline]
+fn status(code: cl_int) -> Result<(), i32> {
     match code {
-        Some(0) => Ok(()),
-        Some(code) => Err(code),
-        None => Err(DLOPEN_FUNCTION_NOT_AVAILABLE),
+        0 => Ok(()),
+        code => Err(code),
     }
 }
 
@@ -37,7 +108,7 @@ pub(crate) unsafe fn fill(
 ) -> Result<(), i32> {
     // OpenCL copies the one-byte pattern at the call.
     let pattern = (&value as *const u8).cast();
-    status(api()?.clEnqueueSVMMemFill(queue, dst, pattern, 1, bytes, 0, null(), event))
+    status((api()?.fill)(queue, dst, pattern, 1, bytes, 0, null(), event))
 }
 
 /// Enqueues a copy of `bytes` bytes from `src` to `dst`, without waiting.
@@ -52,7 +123,7 @@ pub(crate) unsafe fn copy(
     bytes: usize,
     event: *mut cl_event,
 ) -> Result<(), i32> {
-    status(api()?.clEnqueueSVMMemcpy(queue, 0, dst, src, bytes, 0, null(), event))
+    status((api()?.copy)(queue, 0, dst, src, bytes, 0, null(), event))
 }
 
 /// Enqueues `kernel` over `global` work items (one entry per dimension) in
@@ -69,7 +140,7 @@ pub(crate) unsafe fn kernel(
     event: *mut cl_event,
 ) -> Result<(), i32> {
     let dims = global.len() as u32;
-    status(api()?.clEnqueueNDRangeKernel(queue, kernel, dims, null(), global.as_ptr(), local, 0, null(), event))
+    status((api()?.kernel)(queue, kernel, dims, null(), global.as_ptr(), local, 0, null(), event))
 }
 
 /// Enqueues a marker: a command that completes when everything before it
@@ -78,7 +149,7 @@ pub(crate) unsafe fn kernel(
 /// # Safety
 /// A live queue; `event` is NULL or writable.
 pub(crate) unsafe fn marker(queue: cl_command_queue, event: *mut cl_event) -> Result<(), i32> {
-    status(api()?.clEnqueueMarkerWithWaitList(queue, 0, null(), event))
+    status((api()?.marker)(queue, 0, null(), event))
 }
 
 /// Enqueues a barrier: later commands wait for `waits` too.
@@ -86,5 +157,5 @@ pub(crate) unsafe fn marker(queue: cl_command_queue, event: *mut cl_event) -> Re
 /// # Safety
 /// A live queue; `waits` holds live events; `event` is NULL or writable.
 pub(crate) unsafe fn barrier(queue: cl_command_queue, waits: &[cl_event], event: *mut cl_event) -> Result<(), i32> {
-    status(api()?.clEnqueueBarrierWithWaitList(queue, waits.len() as u32, waits.as_ptr(), event))
+    status((api()?.barrier)(queue, waits.len() as u32, waits.as_ptr(), event))
 }

@@ -8,6 +8,7 @@ pub(crate) type ClResult<T> = Result<T, Failure>;
 
 /// An OpenCL call's error code as a failure of `what`: out of resources as
 /// `XDAL_ERROR_OUT_OF_MEMORY`, everything else as the runtime's error.
+#[cold]
 pub(crate) fn cl_failure(what: &str, code: i32) -> Failure {
     let status = match code {
         cl3::error_codes::CL_OUT_OF_RESOURCES

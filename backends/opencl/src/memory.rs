@@ -248,6 +248,7 @@ pub(crate) fn set(dst: *mut c_void, value: u8, bytes: usize) -> ClResult<()> {
     enqueue_and_wait("clEnqueueSVMMemFill", "xdal_memset", fill, queue)
 }
 
+#[inline]
 pub(crate) fn set_async(dst: *mut c_void, value: u8, bytes: usize, stream: &Stream) -> ClResult<()> {
     // SAFETY: the front checked the range; the memory stays allocated until
     // the stream's work is done (xdal_free waits for it).

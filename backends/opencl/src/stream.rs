@@ -77,8 +77,20 @@ impl Stream {
         Ok(stream)
     }
 
-    /// Enqueues one command and sees that it starts (`Flusher`).
+    /// Enqueues one command and sees that it starts (`Flusher`). Inlined
+    /// into each operation, this is only the common case (see
+    /// `push_unmarked`); everything else is out of line, so that the
+    /// common case keeps its few values in registers.
+    #[inline]
     pub fn enqueue(&self, what: &str, command: impl Command) -> ClResult<()> {
+        if !crate::timing::asked() && self.flusher.in_flight() {
+            return self.push_unmarked(what, command);
+        }
+        self.push_cold(what, command)
+    }
+
+    #[inline(never)]
+    fn push_cold(&self, what: &str, command: impl Command) -> ClResult<()> {
         self.push(what, command, false).map(drop)
     }
 
@@ -139,6 +151,7 @@ impl Stream {
     /// does it take the lock, to start and watch the command itself, as
     /// `push` does. (One path for both, with the lock taken lazily, cost
     /// this one some 80 instructions a command.)
+    #[inline]
     fn push_unmarked(&self, what: &str, command: impl Command) -> ClResult<()> {
         if let Err(code) = command(self.queue.0, std::ptr::null_mut()) {
             return Err(cl_failure(what, code));
@@ -146,6 +159,14 @@ impl Stream {
         if !self.flusher.enqueued(true) {
             return Ok(());
         }
+        self.flush_unmarked()
+    }
+
+    /// `push_unmarked` when the callback ran meanwhile: starts the command
+    /// and watches it through a marker.
+    #[cold]
+    #[inline(never)]
+    fn flush_unmarked(&self) -> ClResult<()> {
         let mut tail = self.lock_tail();
         let marker = self.marker();
         let flushed = self.flusher.flush_watching(marker.as_ref());

@@ -25,12 +25,19 @@ pub(crate) fn time_next(slots: usize) {
     NEXT.set(slots);
 }
 
+/// Whether any thread ever asked for times: until then `take` is 0 on
+/// every thread, without a look at the thread's own slots.
+#[inline]
+pub(crate) fn asked() -> bool {
+    ASKED.load(Relaxed)
+}
+
 /// The slots this thread's next operation writes, taken (0: none).
 #[inline]
 pub(crate) fn take() -> usize {
     // Relaxed: a thread sees its own earlier store; another thread's slots
     // are never this thread's to take.
-    if !ASKED.load(Relaxed) {
+    if !asked() {
         return 0;
     }
     NEXT.replace(0)

@@ -14,7 +14,7 @@ use crate::api::{arg, check, DeviceMem, HostMem, Res, Stream, D2H, H2D, ONE};
 use crate::gate::{gated_calls, Gate};
 use crate::report::{Goal, Row, Unit};
 use crate::stats::{timed, Samples, Timing};
-use cl3::types::{cl_command_queue, cl_context, cl_device_id, cl_kernel, cl_program};
+use cl3::types::{cl_command_queue, cl_context, cl_device_id, cl_event, cl_kernel, cl_program};
 use std::ffi::c_void;
 use std::ptr::{null, null_mut};
 use std::time::Instant;
@@ -29,21 +29,60 @@ fn cl<T>(result: Result<T, i32>, what: &str) -> Res<T> {
     result.map_err(|code| format!("{what}: OpenCL error {code} ({})", cl3::error_codes::error_text(code)))
 }
 
-/// The runtime's entry points, called as a C program calls them: the
-/// enqueues below ask for no event (cl3's wrappers always ask for one,
-/// and nobody waits on a single command here), the cheapest way to use
-/// OpenCL directly, and what the backend does for commands nothing waits
-/// on.
-fn api() -> Res<&'static cl3::OpenCl> {
-    cl3::load_library().as_ref().map(|runtime| &**runtime).map_err(|e| format!("libOpenCL.so.1: {e}"))
+/// The enqueue entry points, called as a C program linked with the ICD
+/// loader calls them: through pointers of their C type, resolved once
+/// before anything is timed (cl3's table would add its own checks to each
+/// call, and the backend calls the runtime this way too). The enqueues
+/// ask for no event (nobody waits on a single command here), the cheapest
+/// way to use OpenCL directly, and what the backend does for commands
+/// nothing waits on.
+struct Entries {
+    fill: unsafe extern "C" fn(
+        cl_command_queue,
+        *mut c_void,
+        *const c_void,
+        usize,
+        usize,
+        u32,
+        *const cl_event,
+        *mut cl_event,
+    ) -> i32,
+    kernel: unsafe extern "C" fn(
+        cl_command_queue,
+        cl_kernel,
+        u32,
+        *const usize,
+        *const usize,
+        *const usize,
+        u32,
+        *const cl_event,
+        *mut cl_event,
+    ) -> i32,
+    _library: libloading::Library,
 }
 
-/// An entry point's result (None: the runtime lacks the entry).
-fn status(code: Option<i32>, what: &str) -> Res<()> {
+impl Entries {
+    fn load() -> Res<Entries> {
+        let what = |e: libloading::Error| format!("libOpenCL.so.1: {e}");
+        // SAFETY: the ICD loader, which the backend opened already.
+        let library = unsafe { libloading::Library::new("libOpenCL.so.1") }.map_err(what)?;
+        // SAFETY: the OpenCL 2.0 entry points of these names, whose C
+        // signatures the fields' types spell.
+        unsafe {
+            Ok(Entries {
+                fill: *library.get(b"clEnqueueSVMMemFill\0").map_err(what)?,
+                kernel: *library.get(b"clEnqueueNDRangeKernel\0").map_err(what)?,
+                _library: library,
+            })
+        }
+    }
+}
+
+/// An entry point's result.
+fn status(code: i32, what: &str) -> Res<()> {
     match code {
-        Some(0) => Ok(()),
-        Some(code) => cl(Err(code), what),
-        None => Err(format!("{what}: not in this OpenCL runtime")),
+        0 => Ok(()),
+        code => cl(Err(code), what),
     }
 }
 
@@ -53,6 +92,7 @@ struct Direct {
     queue: cl_command_queue,
     program: cl_program,
     kernel: cl_kernel,
+    entries: Entries,
 }
 
 impl Direct {
@@ -73,7 +113,7 @@ impl Direct {
         let program = cl(cl3::program::create_program_with_source(context, &[KERNEL]), "clCreateProgramWithSource")?;
         cl(cl3::program::build_program(program, &[device], c"", None, null_mut()), "clBuildProgram")?;
         let kernel = cl(cl3::kernel::create_kernel(program, c"touch"), "clCreateKernel")?;
-        Ok(Direct { context, queue, program, kernel })
+        Ok(Direct { context, queue, program, kernel, entries: Entries::load()? })
     }
 
     fn svm(&self, size: usize) -> Res<*mut c_void> {
@@ -151,17 +191,8 @@ fn launches(timing: &Timing, rows: &mut Vec<Row>, direct: &Direct) -> Res<()> {
             let v = (&value as *const i32).cast();
             cl(cl3::kernel::set_kernel_arg(direct.kernel, 1, 4, v), "clSetKernelArg")?;
             let global = 1usize;
-            let enqueued = api()?.clEnqueueNDRangeKernel(
-                direct.queue,
-                direct.kernel,
-                1,
-                null(),
-                &global,
-                null(),
-                0,
-                null(),
-                null_mut(),
-            );
+            let enqueued =
+                (direct.entries.kernel)(direct.queue, direct.kernel, 1, null(), &global, null(), 0, null(), null_mut());
             status(enqueued, "clEnqueueNDRangeKernel")?;
         }
         Ok(())
@@ -181,7 +212,9 @@ fn fills(timing: &Timing, rows: &mut Vec<Row>, direct: &Direct) -> Res<()> {
         let pattern = 1u8;
         let pattern = std::ptr::from_ref(&pattern).cast();
         // 64 bytes of SVM memory of the queue's context.
-        let enqueued = api()?.clEnqueueSVMMemFill(direct.queue, target, pattern, 1, 64, 0, null(), null_mut());
+        // SAFETY: 64 bytes of SVM memory of the queue's context; the
+        // runtime copies the pattern at the call.
+        let enqueued = unsafe { (direct.entries.fill)(direct.queue, target, pattern, 1, 64, 0, null(), null_mut()) };
         status(enqueued, "clEnqueueSVMMemFill")
     };
     enqueue_rows(timing, rows, "memset_async 64 B", &stream, direct, xdal_fill, direct_fill)?;
