@@ -10,7 +10,7 @@
 //! every later call that touches it is `XDAL_ERROR_DEVICE_LOST`, while the
 //! other devices go on working.
 use crate::driver::{attribute, Api, CUcontext, CUdevice, CUresult, Driver, CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED};
-use crate::error::{check, cuda_failure, failure, is_context_fatal, CuResult};
+use crate::error::{check, cuda_failure, failure, is_context_fatal, CuResult, Failure};
 use crate::stream::Stream;
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -138,7 +138,7 @@ fn attribute(api: &Api, device: CUdevice, which: c_int) -> Result<c_int, String>
     let mut value = 0;
     // SAFETY: a valid output and device.
     let code = unsafe { (api.device_get_attribute)(&mut value, which, device) };
-    check("cuDeviceGetAttribute", code).map_err(|f| f.message)?;
+    check("cuDeviceGetAttribute", code).map_err(Failure::into_message)?;
     Ok(value)
 }
 
@@ -148,13 +148,14 @@ fn properties(api: &Api, device: CUdevice) -> Result<Properties, String> {
     let mut name = [0 as c_char; 256];
     // SAFETY: the buffer holds 256 bytes; the driver NUL-terminates.
     check("cuDeviceGetName", unsafe { (api.device_get_name)(name.as_mut_ptr(), 256, device) })
-        .map_err(|f| f.message)?;
+        .map_err(Failure::into_message)?;
     // SAFETY: NUL-terminated by the driver (the last byte is never written
     // otherwise: it was 0).
     let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
     let mut total = 0usize;
     // SAFETY: a valid output and device.
-    check("cuDeviceTotalMem_v2", unsafe { (api.device_total_mem)(&mut total, device) }).map_err(|f| f.message)?;
+    check("cuDeviceTotalMem_v2", unsafe { (api.device_total_mem)(&mut total, device) })
+        .map_err(Failure::into_message)?;
     let dims = |first: c_int| -> Result<[u32; 3], String> {
         Ok([unsigned(first)?, unsigned(first + 1)?, unsigned(first + 2)?])
     };
@@ -176,7 +177,7 @@ fn properties(api: &Api, device: CUdevice) -> Result<Properties, String> {
 /// access enabled where it can be.
 pub(crate) fn discover(driver: &Driver) -> Result<Vec<Device>, String> {
     let api = &driver.api;
-    let fail = |what: &str, code: CUresult| check(what, code).map_err(|f| f.message);
+    let fail = |what: &str, code: CUresult| check(what, code).map_err(Failure::into_message);
     let mut devices = Vec::with_capacity(driver.device_count);
     for index in 0..driver.device_count {
         let mut handle: CUdevice = 0;
@@ -188,7 +189,7 @@ pub(crate) fn discover(driver: &Driver) -> Result<Vec<Device>, String> {
         // life of the process (never released: other users of the primary
         // context in the process may still need it at exit).
         fail("cuDevicePrimaryCtxRetain", unsafe { (api.primary_ctx_retain)(&mut context, handle) })?;
-        make_current(api, context).map_err(|f| f.message)?;
+        make_current(api, context).map_err(Failure::into_message)?;
         let (mut least, mut greatest) = (0, 0);
         // SAFETY: valid outputs; the device's context is current.
         fail("cuCtxGetStreamPriorityRange", unsafe { (api.ctx_get_stream_priority_range)(&mut least, &mut greatest) })?;
@@ -218,11 +219,11 @@ fn enable_peer_access(api: &Api, devices: &mut [Device]) -> Result<(), String> {
             let mut can = 0;
             // SAFETY: a valid output and devices.
             let code = unsafe { (api.device_can_access_peer)(&mut can, device.handle, peer) };
-            check("cuDeviceCanAccessPeer", code).map_err(|f| f.message)?;
+            check("cuDeviceCanAccessPeer", code).map_err(Failure::into_message)?;
             if can == 0 {
                 continue;
             }
-            make_current(api, device.context.0).map_err(|f| f.message)?;
+            make_current(api, device.context.0).map_err(Failure::into_message)?;
             // SAFETY: the peer's primary context; flags must be 0.
             let code = unsafe { (api.ctx_enable_peer_access)(peer_context, 0) };
             // A peer mapping the process made already (through the runtime)

@@ -324,7 +324,7 @@ impl Driver {
         // SAFETY: a valid output; the call needs no initialisation.
         let code = unsafe { get_version(&mut version) };
         if code != CUDA_SUCCESS {
-            return Err(cuda_failure("cuDriverGetVersion", code).message);
+            return Err(cuda_failure("cuDriverGetVersion", code).into_message());
         }
         if version < REQUIRED_VERSION {
             return Err(too_old(path, version));
@@ -347,7 +347,7 @@ impl Driver {
         // SAFETY: a valid output; the driver is initialised.
         let code = unsafe { get_count(&mut count) };
         if code != CUDA_SUCCESS {
-            return Err(cuda_failure("cuDeviceGetCount", code).message);
+            return Err(cuda_failure("cuDeviceGetCount", code).into_message());
         }
         if count <= 0 {
             let hint = visible_devices_hint();

@@ -144,7 +144,7 @@ pub(crate) fn cuda_failure(what: &str, code: CUresult) -> Failure {
         }
         _ => "",
     };
-    Failure { status: status_of(code), message: format!("{what}: CUDA error {code} ({}){why}", error_name(code)) }
+    Failure::new(status_of(code), format!("{what}: CUDA error {code} ({}){why}", error_name(code)))
 }
 
 /// `cuLaunchHostFunc`'s rule: no CUDA call from inside the function.

@@ -42,23 +42,19 @@ pub(crate) fn alloc(device: usize, size: usize) -> CuResult<*mut c_void> {
 /// size the driver calls invalid (it takes any other) is one it cannot
 /// satisfy: out of memory, as xdal reports it.
 fn with_device(failure: Failure, dev: &Device, size: usize) -> Failure {
-    let failure = invalid_size_is_oom(failure);
-    Failure {
-        message: format!(
-            "{} ({size} bytes on device {}, {}, of {} bytes)",
-            failure.message, dev.index, dev.properties.name, dev.properties.total_memory
-        ),
-        ..failure
-    }
+    let mut failure = invalid_size_is_oom(failure);
+    failure.message = format!(
+        "{} ({size} bytes on device {}, {}, of {} bytes)",
+        failure.message, dev.index, dev.properties.name, dev.properties.total_memory
+    );
+    failure
 }
 
-fn invalid_size_is_oom(failure: Failure) -> Failure {
-    match failure.status {
-        xdal_abi::xdal_status::XDAL_ERROR_INVALID_VALUE => {
-            Failure { status: xdal_abi::xdal_status::XDAL_ERROR_OUT_OF_MEMORY, ..failure }
-        }
-        _ => failure,
+fn invalid_size_is_oom(mut failure: Failure) -> Failure {
+    if failure.status == xdal_abi::xdal_status::XDAL_ERROR_INVALID_VALUE {
+        failure.status = xdal_abi::xdal_status::XDAL_ERROR_OUT_OF_MEMORY;
     }
+    failure
 }
 
 pub(crate) fn free(device: usize, ptr: *mut c_void) -> CuResult<()> {
@@ -106,8 +102,9 @@ pub(crate) fn alloc_host(size: usize) -> CuResult<*mut c_void> {
     // SAFETY: a valid output; a context is current.
     let code = unsafe { (crate::api().mem_host_alloc)(&mut ptr, size, flags) };
     check("cuMemHostAlloc", code).map_err(|f| {
-        let f = invalid_size_is_oom(f);
-        Failure { message: format!("{} ({size} bytes of pinned host memory)", f.message), ..f }
+        let mut f = invalid_size_is_oom(f);
+        f.message = format!("{} ({size} bytes of pinned host memory)", f.message);
+        f
     })?;
     Ok(ptr)
 }

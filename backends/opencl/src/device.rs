@@ -2,7 +2,7 @@
 //! coarse-grained buffer SVM, split into sub-devices where more xdal
 //! devices are wanted than it has, and one context over all of them.
 use crate::config::Config;
-use crate::error::{ClCall, ClResult};
+use crate::error::{ClCall, ClResult, Failure};
 use crate::event::ClEvent;
 use crate::stream::Stream;
 use cl3::device::{
@@ -253,7 +253,7 @@ pub(crate) fn discover(config: &Config) -> Result<(crate::device::Context, Vec<C
             })
         })
         .collect::<ClResult<Vec<_>>>()
-        .map_err(|f| f.message)?;
+        .map_err(Failure::into_message)?;
     Ok((context, devices))
 }
 
@@ -261,7 +261,7 @@ pub(crate) fn discover(config: &Config) -> Result<(crate::device::Context, Vec<C
 /// split equally; true when they are sub-devices.
 fn choose(svm: Vec<cl_device_id>, config: &Config) -> Result<(Vec<cl_device_id>, bool), String> {
     let first = svm[0];
-    let units = info_u32(first, CL_DEVICE_MAX_COMPUTE_UNITS).map_err(|f| f.message)? as usize;
+    let units = info_u32(first, CL_DEVICE_MAX_COMPUTE_UNITS).map_err(Failure::into_message)? as usize;
     let splittable = can_split_equally(first);
     let wanted = match config.device_count {
         Some(n) => n,

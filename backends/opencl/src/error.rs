@@ -16,7 +16,7 @@ pub(crate) fn cl_failure(what: &str, code: i32) -> Failure {
         | cl3::error_codes::CL_MEM_OBJECT_ALLOCATION_FAILURE => xdal_status::XDAL_ERROR_OUT_OF_MEMORY,
         _ => xdal_status::XDAL_ERROR_LAUNCH_FAILED,
     };
-    Failure { status, message: format!("{what}: OpenCL error {code} ({})", cl3::error_codes::error_text(code)) }
+    Failure::new(status, format!("{what}: OpenCL error {code} ({})", cl3::error_codes::error_text(code)))
 }
 
 /// `result`'s error as a failure of `what`.

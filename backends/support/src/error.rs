@@ -5,11 +5,43 @@ use std::ffi::{c_char, CString};
 use std::sync::Mutex;
 use xdal_abi::{xdal_status, xdal_status_raw};
 
-/// A failed backend operation.
+/// A failed backend operation: its status and message, boxed so that a
+/// result is one word and stays in a register on every successful call
+/// (unboxed, each entry returned 32 bytes through memory and kept a frame
+/// for them).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Failure {
+pub struct Failure(Box<FailureDetail>);
+
+/// What a [`Failure`] says (its fields, through `Deref`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailureDetail {
     pub status: xdal_status,
     pub message: String,
+}
+
+impl Failure {
+    #[cold]
+    pub fn new(status: xdal_status, message: String) -> Failure {
+        Failure(Box::new(FailureDetail { status, message }))
+    }
+
+    /// The message, taken.
+    pub fn into_message(self) -> String {
+        self.0.message
+    }
+}
+
+impl std::ops::Deref for Failure {
+    type Target = FailureDetail;
+    fn deref(&self) -> &FailureDetail {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Failure {
+    fn deref_mut(&mut self) -> &mut FailureDetail {
+        &mut self.0
+    }
 }
 
 /// The result of a backend operation.
@@ -20,7 +52,7 @@ pub type BackendResult<T> = Result<T, Failure>;
 #[macro_export]
 macro_rules! failure {
     ($status:ident, $($fmt:tt)+) => {
-        $crate::Failure { status: $crate::__abi::xdal_status::$status, message: format!($($fmt)+) }
+        $crate::Failure::new($crate::__abi::xdal_status::$status, format!($($fmt)+))
     };
 }
 
