@@ -354,14 +354,31 @@ pub extern "C" fn xdal_memset_async(
             return Ok(());
         }
         check_set(backend, dst, bytes)?;
-        if capture::capturing(&stream) {
-            return capture::record_on(&stream, || Op::Set { dst: dst as usize, value, bytes });
+        if crate::observe::any() {
+            return set_async_watched(backend, &stream, dst, value, bytes);
         }
-        activity::traced(
-            backend,
-            &stream,
-            || Info::set(bytes),
-            || crate::dispatch::stream::set_async(backend, &stream, dst, value, bytes),
-        )
+        crate::dispatch::stream::set_async(backend, &stream, dst, value, bytes)
     })
+}
+
+/// `xdal_memset_async`'s enqueue while something watches calls: recorded
+/// into a capture, or traced. Out of line, as `copy_async_watched`.
+#[cold]
+#[inline(never)]
+fn set_async_watched(
+    backend: &'static Backend,
+    stream: &std::sync::Arc<crate::objects::StreamObj>,
+    dst: *mut c_void,
+    value: c_int,
+    bytes: usize,
+) -> XResult<()> {
+    if capture::capturing(stream) {
+        return capture::record_on(stream, || Op::Set { dst: dst as usize, value, bytes });
+    }
+    activity::traced(
+        backend,
+        stream,
+        || Info::set(bytes),
+        || crate::dispatch::stream::set_async(backend, stream, dst, value, bytes),
+    )
 }
