@@ -53,16 +53,28 @@ struct Entries {
     _library: libloading::Library,
 }
 
-static ENTRIES: OnceLock<Option<Entries>> = OnceLock::new();
+static ENTRIES: OnceLock<Entries> = OnceLock::new();
 
 /// The runtime's entry points: the library cl3 loaded (the same names, in
 /// the same order: `OPENCL_DYLIB_PATH`'s entries, then libOpenCL.so.1), so
-/// that both reach the same runtime.
+/// that both reach the same runtime. Set once loaded; a runtime that
+/// cannot be loaded is tried again (out of line) at each call, which only
+/// a failed start makes.
+#[inline]
 fn api() -> Result<&'static Entries, i32> {
-    ENTRIES.get_or_init(load).as_ref().ok_or(DLOPEN_RUNTIME_LOAD_FAILED)
+    match ENTRIES.get() {
+        Some(entries) => Ok(entries),
+        None => load_entries(),
+    }
 }
 
 #[cold]
+#[inline(never)]
+fn load_entries() -> Result<&'static Entries, i32> {
+    let entries = load().ok_or(DLOPEN_RUNTIME_LOAD_FAILED)?;
+    Ok(ENTRIES.get_or_init(|| entries))
+}
+
 fn load() -> Option<Entries> {
     let paths = std::env::var("OPENCL_DYLIB_PATH").unwrap_or_default();
     let library = paths.split(';').filter(|p| !p.is_empty()).chain(["libOpenCL.so.1"]).find_map(|path| {

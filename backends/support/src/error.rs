@@ -110,7 +110,9 @@ pub fn last_message() -> *const c_char {
 /// boundary.
 #[inline]
 pub fn entry(backend: &str, body: impl FnOnce() -> BackendResult<()>) -> xdal_status_raw {
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|panic| {
+    // `move`: the name is needed only after a panic; captured by value, it
+    // is not written to the stack on every call.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(move |panic| {
         Err(failure!(XDAL_ERROR_INTERNAL, "{backend} backend panicked: {}", panic_text(panic.as_ref())))
     });
     to_status(result)
