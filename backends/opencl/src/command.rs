@@ -1,12 +1,14 @@
-//! The enqueue calls of the stream paths, straight through the runtime's
-//! entry points. cl3's own wrappers always ask the runtime for the
-//! command's event; these take the event pointer as OpenCL does (NULL:
-//! none), so that a command nothing waits for costs no event: no reference
-//! taken at the enqueue and none to give back after it, which on PoCL is a
-//! tenth of a small command's cost on the calling thread. And they call
-//! the entry points as a C program does, through pointers resolved once:
-//! cl3's table costs each call a lazy load's test, an optional pointer's
-//! unwrapping and its own frame, some 30 instructions of a fill's budget.
+//! The calls of the stream paths (enqueues, and a launch's arguments),
+//! straight through the runtime's entry points. cl3's own enqueue wrappers
+//! always ask the runtime for the command's event; these take the event
+//! pointer as OpenCL does (NULL: none), so that a command nothing waits
+//! for costs no event: no reference taken at the enqueue and none to give
+//! back after it, which on PoCL is a tenth of a small command's cost on the
+//! calling thread. And they call the entry points as a C program does,
+//! through pointers resolved once: cl3's table costs each call a lazy
+//! load's test, an optional pointer's unwrapping and its own frame, some
+//! 30 instructions of a fill's budget, and more for each argument a launch
+//! sets.
 use cl3::error_codes::DLOPEN_RUNTIME_LOAD_FAILED;
 use cl3::types::{cl_command_queue, cl_event, cl_int, cl_kernel, cl_uint};
 use std::ffi::c_void;
@@ -48,6 +50,8 @@ struct Entries {
         *mut cl_event,
     ) -> cl_int,
     marker: unsafe extern "C" fn(cl_command_queue, cl_uint, *const cl_event, *mut cl_event) -> cl_int,
+    set_arg: unsafe extern "C" fn(cl_kernel, cl_uint, usize, *const c_void) -> cl_int,
+    set_arg_svm: unsafe extern "C" fn(cl_kernel, cl_uint, *const c_void) -> cl_int,
     barrier: unsafe extern "C" fn(cl_command_queue, cl_uint, *const cl_event, *mut cl_event) -> cl_int,
     /// Keeps the entry points loaded.
     _library: libloading::Library,
@@ -91,6 +95,8 @@ fn load() -> Option<Entries> {
             copy: *library.get(b"clEnqueueSVMMemcpy\0").ok()?,
             kernel: *library.get(b"clEnqueueNDRangeKernel\0").ok()?,
             marker: *library.get(b"clEnqueueMarkerWithWaitList\0").ok()?,
+            set_arg: *library.get(b"clSetKernelArg\0").ok()?,
+            set_arg_svm: *library.get(b"clSetKernelArgSVMPointer\0").ok()?,
             barrier: *library.get(b"clEnqueueBarrierWithWaitList\0").ok()?,
             _library: library,
         })
@@ -170,4 +176,23 @@ pub(crate) unsafe fn marker(queue: cl_command_queue, event: *mut cl_event) -> Re
 /// A live queue; `waits` holds live events; `event` is NULL or writable.
 pub(crate) unsafe fn barrier(queue: cl_command_queue, waits: &[cl_event], event: *mut cl_event) -> Result<(), i32> {
     status((api()?.barrier)(queue, waits.len() as u32, waits.as_ptr(), event))
+}
+
+/// Sets argument `index` of `kernel` to the `size` bytes at `value`
+/// (NULL: local memory of that size).
+///
+/// # Safety
+/// A live kernel; `value` is NULL or holds `size` readable bytes, which
+/// the runtime copies at the call.
+pub(crate) unsafe fn set_arg(kernel: cl_kernel, index: u32, size: usize, value: *const c_void) -> Result<(), i32> {
+    status((api()?.set_arg)(kernel, index, size, value))
+}
+
+/// Sets pointer argument `index` of `kernel` to the SVM address `address`
+/// (NULL too, which OpenCL allows).
+///
+/// # Safety
+/// A live kernel whose parameter `index` is a global pointer.
+pub(crate) unsafe fn set_arg_svm(kernel: cl_kernel, index: u32, address: *const c_void) -> Result<(), i32> {
+    status((api()?.set_arg_svm)(kernel, index, address))
 }

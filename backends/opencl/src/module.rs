@@ -278,7 +278,7 @@ impl ClFunction {
             let index = i as u32;
             if *param == Param::Local {
                 // SAFETY: a __local parameter takes a size and no value.
-                unsafe { cl3::kernel::set_kernel_arg(kernel.0, index, shared_mem_bytes.max(1), std::ptr::null()) }
+                unsafe { crate::command::set_arg(kernel.0, index, shared_mem_bytes.max(1), std::ptr::null()) }
                     .map_err(|code| arg_failure(&self.name, i, code))?;
                 continue;
             }
@@ -313,10 +313,10 @@ fn set_arg(kernel: &Kernel, index: u32, pointer: bool, value: &[u8], name: &str)
         let address = usize::from_ne_bytes(value.try_into().expect("an 8-byte pointer"));
         // SAFETY: a live kernel; the parameter is a global pointer, set to an
         // SVM address (NULL too, which OpenCL allows).
-        unsafe { cl3::kernel::set_kernel_arg_svm_pointer(kernel.0, index, address as *const c_void) }
+        unsafe { crate::command::set_arg_svm(kernel.0, index, address as *const c_void) }
     } else {
         // SAFETY: a live kernel; `value` holds the bytes the runtime copies.
-        unsafe { cl3::kernel::set_kernel_arg(kernel.0, index, value.len(), value.as_ptr() as *const c_void) }
+        unsafe { crate::command::set_arg(kernel.0, index, value.len(), value.as_ptr() as *const c_void) }
     };
     result.map_err(|code| arg_failure(name, index as usize, code))
 }

@@ -29,10 +29,11 @@ fn cl<T>(result: Result<T, i32>, what: &str) -> Res<T> {
     result.map_err(|code| format!("{what}: OpenCL error {code} ({})", cl3::error_codes::error_text(code)))
 }
 
-/// The enqueue entry points, called as a C program linked with the ICD
-/// loader calls them: through pointers of their C type, resolved once
-/// before anything is timed (cl3's table would add its own checks to each
-/// call, and the backend calls the runtime this way too). The enqueues
+/// The entry points of a launch and a fill, called as a C program linked
+/// with the ICD loader calls them: through pointers of their C type,
+/// resolved once before anything is timed (cl3's table would add its own
+/// checks to each call, and the backend calls the runtime this way too).
+/// The enqueues
 /// ask for no event (nobody waits on a single command here), the cheapest
 /// way to use OpenCL directly, and what the backend does for commands
 /// nothing waits on.
@@ -58,6 +59,8 @@ struct Entries {
         *const cl_event,
         *mut cl_event,
     ) -> i32,
+    set_arg: unsafe extern "C" fn(cl_kernel, u32, usize, *const c_void) -> i32,
+    set_arg_svm: unsafe extern "C" fn(cl_kernel, u32, *const c_void) -> i32,
     _library: libloading::Library,
 }
 
@@ -72,6 +75,8 @@ impl Entries {
             Ok(Entries {
                 fill: *library.get(b"clEnqueueSVMMemFill\0").map_err(what)?,
                 kernel: *library.get(b"clEnqueueNDRangeKernel\0").map_err(what)?,
+                set_arg: *library.get(b"clSetKernelArg\0").map_err(what)?,
+                set_arg_svm: *library.get(b"clSetKernelArgSVMPointer\0").map_err(what)?,
                 _library: library,
             })
         }
@@ -187,9 +192,9 @@ fn launches(timing: &Timing, rows: &mut Vec<Row>, direct: &Direct) -> Res<()> {
     let direct_launch = || {
         // SAFETY: a live kernel; SVM memory of its context and an int.
         unsafe {
-            cl(cl3::kernel::set_kernel_arg_svm_pointer(direct.kernel, 0, target), "clSetKernelArgSVMPointer")?;
+            status((direct.entries.set_arg_svm)(direct.kernel, 0, target), "clSetKernelArgSVMPointer")?;
             let v = (&value as *const i32).cast();
-            cl(cl3::kernel::set_kernel_arg(direct.kernel, 1, 4, v), "clSetKernelArg")?;
+            status((direct.entries.set_arg)(direct.kernel, 1, 4, v), "clSetKernelArg")?;
             let global = 1usize;
             let enqueued =
                 (direct.entries.kernel)(direct.queue, direct.kernel, 1, null(), &global, null(), 0, null(), null_mut());
