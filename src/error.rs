@@ -159,9 +159,10 @@ pub(crate) struct Out<T>(*mut T);
 
 impl<T> Out<T> {
     /// Checks `ptr`; NULL is `XDAL_ERROR_NULL_POINTER` naming `what`.
+    #[inline]
     pub fn new(ptr: *mut T, what: &str) -> XResult<Out<T>> {
         if ptr.is_null() {
-            bail!(XDAL_ERROR_NULL_POINTER, "{what} is NULL");
+            return Err(null_pointer(what));
         }
         Ok(Out(ptr))
     }
@@ -179,11 +180,20 @@ impl<T> Out<T> {
 }
 
 /// Fails with `XDAL_ERROR_NULL_POINTER` naming `what` when `ptr` is NULL.
+/// Inlined, with the message built out of line: a launch's check of its
+/// argument array was a call of its own.
+#[inline]
 pub(crate) fn require<T>(ptr: *const T, what: &str) -> XResult<()> {
     if ptr.is_null() {
-        bail!(XDAL_ERROR_NULL_POINTER, "{what} is NULL");
+        return Err(null_pointer(what));
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn null_pointer(what: &str) -> Error {
+    err!(XDAL_ERROR_NULL_POINTER, "{what} is NULL")
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 use crate::api::copy::classify;
 use crate::backend::{backend, call, Backend};
 use crate::builtin_args::check_reaches;
-use crate::error::{bail, boundary, require, Out, XResult};
+use crate::error::{bail, boundary, err, require, Error, Out, XResult};
 use crate::graph::node::{KernelNode, Op};
 use crate::lock::IgnorePoison;
 use crate::objects::{insert_handle, FunctionObj, ModuleObj, StreamObj, FUNCTIONS, MODULES};
@@ -209,14 +209,27 @@ fn launch_watched(
 /// The largest total size of a launch's arguments, as on CUDA.
 const MAX_ARG_BYTES: usize = 4096;
 
+/// Each dimension from 1 to its limit. The test alone is inlined: the
+/// refusal, which names the axis, is built out of line.
+#[inline]
 fn check_dims(what: &str, dims: xdal_dim3_t, limit: [u32; 3]) -> XResult<()> {
     let given = [dims.x, dims.y, dims.z];
-    for (axis, (&n, &max)) in ["x", "y", "z"].iter().zip(given.iter().zip(&limit)) {
-        if n == 0 || n > max {
-            bail!(XDAL_ERROR_INVALID_VALUE, "{what}.{axis} is {n}: it must be from 1 to {max}");
-        }
+    if given.iter().zip(&limit).all(|(&n, &max)| n.wrapping_sub(1) < max) {
+        return Ok(());
     }
-    Ok(())
+    Err(dims_refusal(what, given, limit))
+}
+
+#[cold]
+#[inline(never)]
+fn dims_refusal(what: &str, given: [u32; 3], limit: [u32; 3]) -> Error {
+    let (axis, n, max) = ["x", "y", "z"]
+        .into_iter()
+        .zip(given.into_iter().zip(limit))
+        .map(|(axis, (n, max))| (axis, n, max))
+        .find(|&(_, n, max)| n == 0 || n > max)
+        .expect("called for a dimension out of range");
+    err!(XDAL_ERROR_INVALID_VALUE, "{what}.{axis} is {n}: it must be from 1 to {max}")
 }
 
 /// Enqueues `function` on `stream` over a `grid` of blocks of `block`
@@ -309,4 +322,30 @@ pub extern "C" fn xdal_launch_kernel(
         }
         launch.enqueue(backend, &function, &stream)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dim3(x: u32, y: u32, z: u32) -> xdal_dim3_t {
+        xdal_dim3_t { x, y, z }
+    }
+
+    #[test]
+    fn dimensions_from_one_to_their_limit_pass_and_a_refusal_names_the_first_axis_out() {
+        let limit = [8, 4, u32::MAX];
+        assert!(check_dims("grid", dim3(1, 1, 1), limit).is_ok());
+        assert!(check_dims("grid", dim3(8, 4, u32::MAX), limit).is_ok());
+        for (dims, message) in [
+            (dim3(0, 1, 1), "grid.x is 0: it must be from 1 to 8"),
+            (dim3(1, 5, 1), "grid.y is 5: it must be from 1 to 4"),
+            (dim3(9, 0, 1), "grid.x is 9: it must be from 1 to 8"),
+            (dim3(1, 1, 0), "grid.z is 0: it must be from 1 to 4294967295"),
+        ] {
+            let refused = check_dims("grid", dims, limit).expect_err("out of range");
+            assert_eq!(refused.status, xdal_abi::xdal_status::XDAL_ERROR_INVALID_VALUE);
+            assert_eq!(refused.message, message);
+        }
+    }
 }
