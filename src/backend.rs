@@ -32,29 +32,24 @@ static BACKEND: OnceLock<Result<Backend, Error>> = OnceLock::new();
 /// with the reason, and never takes the process down.
 #[inline]
 pub(crate) fn backend() -> XResult<&'static Backend> {
-    match STARTED.get() {
-        Some(&backend) if !crate::fork::in_child() => Ok(backend),
+    match BACKEND.get() {
+        Some(Ok(backend)) if !crate::fork::in_child() => Ok(backend),
         _ => backend_otherwise(),
     }
 }
 
-/// The backend once it has started: the common case of `backend`, a
-/// reference read behind one test instead of a result matched.
-static STARTED: OnceLock<&'static Backend> = OnceLock::new();
-
-/// `backend` before the start, after a failed one, or in a fork child.
+/// `backend` before the start, after a failed one, or in a fork child:
+/// out of line, so that the started backend costs its caller one test.
 #[cold]
 #[inline(never)]
 fn backend_otherwise() -> XResult<&'static Backend> {
-    let loaded = match BACKEND.get() {
-        Some(Ok(backend)) if crate::fork::in_child() => return Err(crate::fork::refusal(backend)),
-        Some(loaded) => loaded.as_ref().map_err(Clone::clone),
+    match BACKEND.get() {
+        Some(Ok(backend)) if crate::fork::in_child() => Err(crate::fork::refusal(backend)),
+        // Started since `backend` looked.
+        Some(Ok(backend)) => Ok(backend),
+        Some(Err(failed)) => Err(failed.clone()),
         None => load_once(),
-    };
-    if let Ok(backend) = loaded {
-        let _ = STARTED.set(backend);
     }
-    loaded
 }
 
 /// The backend if it started, whatever this process may still do with it

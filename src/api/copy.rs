@@ -179,10 +179,12 @@ fn check_set(backend: &Backend, dst: *mut c_void, bytes: usize) -> XResult<()> {
     check_set_in_registry(backend, dst, bytes)
 }
 
+/// The rest of `check_set`, whose cache had no answer: the registry's
+/// search, and the refusals.
 #[inline(never)]
 fn check_set_in_registry(backend: &Backend, dst: *mut c_void, bytes: usize) -> XResult<()> {
     require(dst, "dst")?;
-    if !classify(backend, dst as usize, bytes, "destination")?.is_device() {
+    if !classify_in_registry(backend, dst as usize, bytes, &"destination")?.is_device() {
         bail!(XDAL_ERROR_INVALID_POINTER, "{dst:p} is not device memory");
     }
     Ok(())
