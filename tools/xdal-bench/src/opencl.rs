@@ -368,7 +368,7 @@ fn builds(timing: &Timing, rows: &mut Vec<Row>) -> Res<()> {
             check(xdal_module_unload(module), "xdal_module_unload")?;
         }
     }
-    let (cold, warm) = (Samples { per_op: cold, ops: 1 }, Samples { per_op: warm, ops: 1 });
+    let (cold, warm) = (Samples::alone(cold), Samples::alone(warm));
     rows.push(
         Row::new(GROUP, "program build and first launch, warm (the same source again)", Unit::NsPerOp, &warm)
             .vs("cold build", &cold),

@@ -2,8 +2,14 @@
 //!
 //! Every row holds one xdal figure (median, min, max over the batches) and,
 //! where there is one, the reference measured in the same run, with the
-//! comparison of the two medians: a ratio (xdal / reference, in the row's
-//! unit) or, for dispatch overhead, a difference. A target, when the issue
+//! comparison of the two: a ratio (xdal / reference, in the row's unit) or,
+//! for dispatch overhead, a difference. A reference measured interleaved
+//! with the figure (`Timing::measure_pair`) is compared batch by batch,
+//! each xdal batch with the reference batch beside it, and the median of
+//! those comparisons is the row's: on a machine whose speed drifts by more
+//! than the difference sought, it moves far less from run to run than the
+//! comparison of the two medians, which is kept for references measured
+//! apart. A target, when the issue
 //! sets one, is checked against the median (or the comparison) and shown as
 //! met or not; a missed target never changes the exit status.
 use crate::stats::{Samples, Stat};
@@ -80,6 +86,9 @@ pub struct Reference {
     pub name: String,
     #[serde(flatten)]
     pub stat: Stat,
+    /// Its batches, to compare with the row's batch by batch.
+    #[serde(skip)]
+    samples: Samples,
 }
 
 /// One line of the report.
@@ -89,6 +98,8 @@ pub struct Row {
     pub name: String,
     pub unit: Unit,
     pub stat: Stat,
+    /// The batches behind `stat`.
+    samples: Samples,
     pub reference: Option<Reference>,
     pub compare: Compare,
     pub goal: Option<Goal>,
@@ -101,6 +112,7 @@ impl Row {
             name: name.into(),
             unit,
             stat: unit.stat(samples),
+            samples: samples.clone(),
             reference: None,
             compare: Compare::Ratio,
             goal: None,
@@ -109,7 +121,7 @@ impl Row {
 
     /// Adds the reference, measured in the same unit.
     pub fn vs(mut self, name: impl Into<String>, samples: &Samples) -> Row {
-        self.reference = Some(Reference { name: name.into(), stat: self.unit.stat(samples) });
+        self.reference = Some(Reference { name: name.into(), stat: self.unit.stat(samples), samples: samples.clone() });
         self
     }
 
@@ -124,13 +136,26 @@ impl Row {
         self
     }
 
-    /// The comparison with the reference's median, if there is a reference.
+    /// The comparison with the reference, if there is one: its median.
     pub fn versus(&self) -> Option<f64> {
-        let reference = self.reference.as_ref()?.stat.median;
-        Some(match self.compare {
-            Compare::Ratio => self.stat.median / reference,
-            Compare::Difference => self.stat.median - reference,
-        })
+        match self.batch_by_batch() {
+            Some(each) => Some(each.median),
+            None => Some(self.compared(self.stat.median, self.reference.as_ref()?.stat.median)),
+        }
+    }
+
+    /// The comparisons batch by batch (median, min and max), if the
+    /// reference was measured as a pair with the row.
+    pub fn batch_by_batch(&self) -> Option<Stat> {
+        let reference = self.reference.as_ref()?;
+        self.samples.paired(&reference.samples, |s| self.unit.figure(s), |a, b| self.compared(a, b))
+    }
+
+    fn compared(&self, figure: f64, reference: f64) -> f64 {
+        match self.compare {
+            Compare::Ratio => figure / reference,
+            Compare::Difference => figure - reference,
+        }
     }
 
     /// The target in words.
@@ -177,11 +202,14 @@ pub fn number(v: f64) -> String {
 }
 
 fn versus_text(row: &Row) -> String {
-    match (row.versus(), row.compare) {
-        (None, _) => "-".into(),
-        (Some(r), Compare::Ratio) => format!("{r:.2}x"),
-        (Some(d), Compare::Difference) => {
-            format!("{}{} {}", if d >= 0.0 { "+" } else { "" }, number(d), row.unit.label().trim_end_matches("/op"))
+    row.versus().map_or_else(|| "-".into(), |v| comparison_text(row, v))
+}
+
+fn comparison_text(row: &Row, v: f64) -> String {
+    match row.compare {
+        Compare::Ratio => format!("{v:.2}x"),
+        Compare::Difference => {
+            format!("{}{} {}", if v >= 0.0 { "+" } else { "" }, number(v), row.unit.label().trim_end_matches("/op"))
         }
     }
 }
@@ -283,6 +311,9 @@ struct JsonRow<'a> {
     reference: Option<&'a Reference>,
     compare: Compare,
     vs_reference: Option<f64>,
+    /// The comparisons batch by batch, whose median `vs_reference` is
+    /// (None: the reference was measured apart; its medians compared).
+    vs_reference_by_batch: Option<Stat>,
     target: Option<String>,
     met: Option<bool>,
 }
@@ -322,6 +353,7 @@ pub fn json(info: &RunInfo, rows: &[Row]) -> String {
             reference: row.reference.as_ref(),
             compare: row.compare,
             vs_reference: row.versus(),
+            vs_reference_by_batch: row.batch_by_batch(),
             target: row.goal_text(),
             met: row.met(),
         })
@@ -340,7 +372,16 @@ pub fn target_summary(rows: &[Row]) -> String {
         met += usize::from(ok);
         let figure = match row.goal {
             Some(Goal::AtLeast(_) | Goal::Below(_)) => format!("{} {}", number(row.stat.median), row.unit.label()),
-            _ => versus_text(row),
+            _ => match row.batch_by_batch() {
+                Some(each) => format!(
+                    "{}, the median of {} batch pairs ({} .. {})",
+                    versus_text(row),
+                    each.reps,
+                    comparison_text(row, each.min),
+                    comparison_text(row, each.max)
+                ),
+                None => versus_text(row),
+            },
         };
         let _ = writeln!(
             out,
@@ -351,4 +392,38 @@ pub fn target_summary(rows: &[Row]) -> String {
         );
     }
     format!("targets met: {met} of {total}\n{out}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Timing;
+    use std::time::Duration;
+
+    #[test]
+    fn a_row_compares_a_pair_batch_by_batch_and_a_reference_apart_by_medians() {
+        let timing = Timing { reps: 3, batch: Duration::from_millis(1) };
+        // Pairs of batches at 1.1 against 1 us, 11 against 10 (the machine
+        // slowed down for both), 30 against 1 (for xdal's alone): the
+        // median pair says 1.1x, where the medians (11 and 1 us) say 11x.
+        let times = std::cell::Cell::new(0usize);
+        let (xdal_us, reference_us) = ([1.1, 11.0, 30.0], [1.0, 10.0, 1.0]);
+        let (xdal, reference) = timing
+            .measure_pair(
+                |n| {
+                    times.set(times.get() + 1);
+                    Ok(Duration::from_secs_f64(n as f64 * 1e-6 * xdal_us[times.get() % 3]))
+                },
+                |n| Ok(Duration::from_secs_f64(n as f64 * 1e-6 * reference_us[times.get() % 3])),
+            )
+            .unwrap();
+        let row = Row::new("g", "r", Unit::NsPerOp, &xdal).vs("ref", &reference).goal(Goal::RatioAtMost(1.2));
+        let each = row.batch_by_batch().expect("a pair");
+        assert_eq!(each.reps, 3);
+        assert!((row.versus().unwrap() - 1.1).abs() < 0.01, "{:?}", row.versus());
+        assert_eq!(row.met(), Some(true));
+        let apart = Row::new("g", "r", Unit::NsPerOp, &xdal).vs("ref", &crate::stats::Samples::alone(vec![1e-6; 3]));
+        assert!(apart.batch_by_batch().is_none());
+        assert!((apart.versus().unwrap() - 11.0).abs() < 0.01, "{:?}", apart.versus());
+    }
 }

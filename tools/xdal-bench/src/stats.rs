@@ -8,6 +8,7 @@
 //! those.
 use crate::api::Res;
 use serde::Serialize;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The most operations one batch may hold, whatever the calibration says.
@@ -54,7 +55,7 @@ impl Timing {
         for _ in 0..self.reps {
             per_op.push(batch(n)?.as_secs_f64() / n as f64);
         }
-        Ok(Samples { per_op, ops: n })
+        Ok(Samples { per_op, ops: n, pair: None })
     }
 
     /// Measures two closures with their batches interleaved (a, b, a, b,
@@ -65,13 +66,15 @@ impl Timing {
         mut a: impl FnMut(u64) -> Res<Duration>,
         mut b: impl FnMut(u64) -> Res<Duration>,
     ) -> Res<(Samples, Samples)> {
+        static PAIRS: AtomicU64 = AtomicU64::new(0);
         let (na, nb) = (self.calibrate(&mut a)?, self.calibrate(&mut b)?);
         let (mut sa, mut sb) = (Vec::with_capacity(self.reps), Vec::with_capacity(self.reps));
         for _ in 0..self.reps {
             sa.push(a(na)?.as_secs_f64() / na as f64);
             sb.push(b(nb)?.as_secs_f64() / nb as f64);
         }
-        Ok((Samples { per_op: sa, ops: na }, Samples { per_op: sb, ops: nb }))
+        let pair = Some(PAIRS.fetch_add(1, Ordering::Relaxed));
+        Ok((Samples { per_op: sa, ops: na, pair }, Samples { per_op: sb, ops: nb, pair }))
     }
 }
 
@@ -89,18 +92,31 @@ pub struct Samples {
     pub per_op: Vec<f64>,
     /// Operations per batch.
     pub ops: u64,
+    /// The `measure_pair` call that measured these batches, each one
+    /// beside the other side's batch of the same index (None: measured
+    /// alone).
+    pub pair: Option<u64>,
 }
 
 impl Samples {
     /// One figure taken once (no repetition): min = median = max.
     pub fn single(value_per_op: f64) -> Samples {
-        Samples { per_op: vec![value_per_op], ops: 1 }
+        Samples { per_op: vec![value_per_op], ops: 1, pair: None }
+    }
+
+    /// Batches measured alone.
+    pub fn alone(per_op: Vec<f64>) -> Samples {
+        Samples { per_op, ops: 1, pair: None }
     }
 
     /// The same batches counted as `parts` operations each (a graph of
     /// `parts` nodes launched as one).
     pub fn per_node(&self, parts: u64) -> Samples {
-        Samples { per_op: self.per_op.iter().map(|s| s / parts as f64).collect(), ops: self.ops * parts }
+        Samples {
+            per_op: self.per_op.iter().map(|s| s / parts as f64).collect(),
+            ops: self.ops * parts,
+            pair: self.pair,
+        }
     }
 
     /// The statistics of `figure(per_op)` over the batches.
@@ -114,6 +130,25 @@ impl Samples {
             reps: values.len(),
             ops_per_batch: self.ops,
         }
+    }
+
+    /// Batch by batch against `other`, if the two were measured as one
+    /// pair: the statistics of `compare(figure(mine), figure(other's))`
+    /// over the batches. Each comparison sees the machine as it was for
+    /// both batches, so its median drifts less with the machine's speed
+    /// than the comparison of the two medians does.
+    pub fn paired(
+        &self,
+        other: &Samples,
+        figure: impl Fn(f64) -> f64,
+        compare: impl Fn(f64, f64) -> f64,
+    ) -> Option<Stat> {
+        if self.pair.is_none() || self.pair != other.pair || self.per_op.len() != other.per_op.len() {
+            return None;
+        }
+        let each: Vec<f64> =
+            self.per_op.iter().zip(&other.per_op).map(|(&a, &b)| compare(figure(a), figure(b))).collect();
+        Some(Samples { per_op: each, ops: self.ops, pair: None }.stat(|c| c))
     }
 }
 
@@ -144,18 +179,40 @@ mod tests {
 
     #[test]
     fn median_min_max() {
-        let samples = Samples { per_op: vec![3.0, 1.0, 2.0], ops: 1 };
+        let samples = Samples::alone(vec![3.0, 1.0, 2.0]);
         let stat = samples.stat(|s| s * 2.0);
         assert_eq!((stat.median, stat.min, stat.max), (4.0, 2.0, 6.0));
-        let even = Samples { per_op: vec![4.0, 1.0, 2.0, 3.0], ops: 1 };
+        let even = Samples::alone(vec![4.0, 1.0, 2.0, 3.0]);
         assert_eq!(even.stat(|s| s).median, 2.5);
     }
 
     #[test]
     fn rates_flip_min_and_max() {
-        let samples = Samples { per_op: vec![1.0, 2.0, 4.0], ops: 1 };
+        let samples = Samples::alone(vec![1.0, 2.0, 4.0]);
         let stat = samples.stat(|s| 1.0 / s);
         assert_eq!((stat.median, stat.min, stat.max), (0.5, 0.25, 1.0));
+    }
+
+    #[test]
+    fn a_pair_compares_batch_by_batch_and_nothing_else_pairs() {
+        let timing = Timing { reps: 3, batch: Duration::from_millis(1) };
+        // The machine slows down batch after batch: each pair sees it
+        // alike, and xdal takes 1.1 times the reference in every pair.
+        let slowdown = std::cell::Cell::new(0u64);
+        let (xdal, reference) = timing
+            .measure_pair(
+                |n| {
+                    slowdown.set(slowdown.get() + 1);
+                    Ok(Duration::from_nanos(n * 1100 * slowdown.get()))
+                },
+                |n| Ok(Duration::from_nanos(n * 1000 * slowdown.get())),
+            )
+            .unwrap();
+        let ratio = xdal.paired(&reference, |s| s, |a, b| a / b).unwrap();
+        assert!((ratio.median - 1.1).abs() < 1e-9 && (ratio.max - ratio.min).abs() < 1e-9, "{ratio:?}");
+        let (other, _) = timing.measure_pair(|n| Ok(Duration::from_nanos(n)), |n| Ok(Duration::from_nanos(n))).unwrap();
+        assert!(xdal.paired(&other, |s| s, |a, b| a / b).is_none(), "batches of another measurement");
+        assert!(Samples::alone(vec![1.0; 3]).paired(&Samples::alone(vec![1.0; 3]), |s| s, |a, b| a / b).is_none());
     }
 
     #[test]
