@@ -38,7 +38,22 @@ enum Param {
 
 enum Signature {
     Builtin(&'static Builtin),
-    User(Vec<Param>),
+    User(UserParams),
+}
+
+/// A user kernel's parameters, with what every launch asks of them counted
+/// once, at load.
+struct UserParams {
+    params: Vec<Param>,
+    /// How many are `__local` (at most one is allowed, checked at launch).
+    locals: usize,
+}
+
+impl UserParams {
+    fn new(params: Vec<Param>) -> UserParams {
+        let locals = params.iter().filter(|p| **p == Param::Local).count();
+        UserParams { params, locals }
+    }
 }
 
 /// A kernel object; holds one reference.
@@ -129,7 +144,7 @@ impl ClModule {
                 }
                 Signature::Builtin(b)
             }
-            None => Signature::User(params(&kernel, &shown)?),
+            None => Signature::User(UserParams::new(params(&kernel, &shown)?)),
         };
         Ok(ClFunction { name: shown.into_owned(), signature, kernel: Mutex::new(kernel), _program: program })
     }
@@ -196,7 +211,7 @@ impl ClFunction {
         match &self.signature {
             // SAFETY: per the contract.
             Signature::Builtin(b) => unsafe { with_arg_bytes(args, |values| self.launch_builtin(b, stream, values)) },
-            Signature::User(params) => self.launch_user(params, stream, grid, block, shared_mem_bytes, args),
+            Signature::User(user) => self.launch_user(user, stream, grid, block, shared_mem_bytes, args),
         }
     }
 
@@ -237,14 +252,14 @@ impl ClFunction {
     /// As `with_arg_bytes`.
     unsafe fn launch_user(
         &self,
-        params: &[Param],
+        user: &UserParams,
         stream: &Stream,
         grid: xdal_dim3_t,
         block: xdal_dim3_t,
         shared_mem_bytes: usize,
         args: &[xdal_kernel_arg_t],
     ) -> ClResult<()> {
-        let locals = params.iter().filter(|p| **p == Param::Local).count();
+        let (params, locals) = (&user.params[..], user.locals);
         if args.len() + locals != params.len() {
             return Err(failure!(
                 XDAL_ERROR_INVALID_VALUE,
@@ -261,12 +276,9 @@ impl ClFunction {
                 self.name
             ));
         }
-        let mut global = [0usize; 3];
-        for (size, (g, b)) in global.iter_mut().zip([(grid.x, block.x), (grid.y, block.y), (grid.z, block.z)]) {
-            *size = (g as usize)
-                .checked_mul(b as usize)
-                .ok_or_else(|| failure!(XDAL_ERROR_INVALID_VALUE, "{}: grid times block overflows", self.name))?;
-        }
+        // Two 32-bit factors: their product fits a 64-bit usize (asserted
+        // below the function).
+        let global = [(grid.x, block.x), (grid.y, block.y), (grid.z, block.z)].map(|(g, b)| g as usize * b as usize);
         let local = [block.x as usize, block.y as usize, block.z as usize];
         // Trailing dimensions of one work item are left out: OpenCL answers
         // size 1 and id 0 for a dimension past work_dim, as for one of size
@@ -299,6 +311,8 @@ impl ClFunction {
     }
 }
 
+const _: () = assert!(usize::BITS == 64, "a launch's global size is the product of two u32 in a usize");
+
 fn arg_failure(name: &str, index: usize, code: i32) -> Failure {
     failure!(
         XDAL_ERROR_INVALID_VALUE,
@@ -321,6 +335,7 @@ fn set_arg(kernel: &Kernel, index: u32, pointer: bool, value: &[u8], name: &str)
     result.map_err(|code| arg_failure(name, index as usize, code))
 }
 
+#[inline]
 fn enqueue(kernel: &Kernel, stream: &Stream, global: &[usize], local: Option<&[usize; 3]>) -> ClResult<()> {
     let local = local.map_or(std::ptr::null(), |l| l.as_ptr());
     stream.enqueue("clEnqueueNDRangeKernel", |queue, event| {
