@@ -8,11 +8,11 @@ there (xdal: a device synchronize). Prints, per workload, the median time
 per iteration with min..max over the batches, the ratio of xdal's
 throughput to the CPU's (or of latencies, for the inference latency) as the
 median of the ratios round by round (a round runs one batch per side, one
-after the other) with their min..max, the target and whether it is met, and which path the operators took on xdal:
-native (a kernel of torch_xdal's own, built-in or composite), the
-host-kernel fallback (the CPU kernel enqueued as a host kernel over the
-device memory) or the copying CPU fallback (operands copied to the host
-and back).
+after the other) with their min..max, the target and whether it is met,
+and which path the operators took on xdal: native (a kernel of
+torch_xdal's own, built-in or composite), the host-kernel fallback (the
+CPU kernel enqueued as a host kernel over the device memory) or the
+copying CPU fallback (operands copied to the host and back).
 
     python integrations/torch/bench/bench.py [--reps N] [--threads N] [--only NAME ...] [--json FILE]
 
