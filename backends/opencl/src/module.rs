@@ -289,7 +289,8 @@ impl ClFunction {
         for (i, param) in params.iter().enumerate() {
             let index = i as u32;
             if *param == Param::Local {
-                // SAFETY: a __local parameter takes a size and no value.
+                // SAFETY: a live kernel (held by this function); a __local
+                // parameter takes a size and a NULL value.
                 unsafe { crate::command::set_arg(kernel.0, index, shared_mem_bytes.max(1), std::ptr::null()) }
                     .map_err(|code| arg_failure(&self.name, i, code))?;
                 continue;
@@ -325,11 +326,13 @@ fn arg_failure(name: &str, index: usize, code: i32) -> Failure {
 fn set_arg(kernel: &Kernel, index: u32, pointer: bool, value: &[u8], name: &str) -> ClResult<()> {
     let result = if pointer {
         let address = usize::from_ne_bytes(value.try_into().expect("an 8-byte pointer"));
-        // SAFETY: a live kernel; the parameter is a global pointer, set to an
-        // SVM address (NULL too, which OpenCL allows).
+        // SAFETY: a live kernel (held by its function) whose parameter
+        // `index` is a global pointer, set to an SVM address (NULL too, which
+        // OpenCL allows).
         unsafe { crate::command::set_arg_svm(kernel.0, index, address as *const c_void) }
     } else {
-        // SAFETY: a live kernel; `value` holds the bytes the runtime copies.
+        // SAFETY: a live kernel (held by its function); `value` holds
+        // `value.len()` readable bytes, which the runtime copies at the call.
         unsafe { crate::command::set_arg(kernel.0, index, value.len(), value.as_ptr() as *const c_void) }
     };
     result.map_err(|code| arg_failure(name, index as usize, code))

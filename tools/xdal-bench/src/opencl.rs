@@ -33,10 +33,9 @@ fn cl<T>(result: Result<T, i32>, what: &str) -> Res<T> {
 /// with the ICD loader calls them: through pointers of their C type,
 /// resolved once before anything is timed (cl3's table would add its own
 /// checks to each call, and the backend calls the runtime this way too).
-/// The enqueues
-/// ask for no event (nobody waits on a single command here), the cheapest
-/// way to use OpenCL directly, and what the backend does for commands
-/// nothing waits on.
+/// The enqueues ask for no event (nobody waits on a single command here),
+/// the cheapest way to use OpenCL directly, and what the backend does for
+/// commands nothing waits on.
 struct Entries {
     fill: unsafe extern "C" fn(
         cl_command_queue,

@@ -375,7 +375,7 @@ pub fn target_summary(rows: &[Row]) -> String {
             _ => match row.batch_by_batch() {
                 Some(each) => format!(
                     "{}, the median of {} batch pairs ({} .. {})",
-                    versus_text(row),
+                    comparison_text(row, each.median),
                     each.reps,
                     comparison_text(row, each.min),
                     comparison_text(row, each.max)

@@ -101,7 +101,7 @@ pub struct Samples {
 impl Samples {
     /// One figure taken once (no repetition): min = median = max.
     pub fn single(value_per_op: f64) -> Samples {
-        Samples { per_op: vec![value_per_op], ops: 1, pair: None }
+        Samples::alone(vec![value_per_op])
     }
 
     /// Batches measured alone.
