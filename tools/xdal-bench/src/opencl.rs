@@ -194,9 +194,11 @@ fn launches(timing: &Timing, rows: &mut Vec<Row>, direct: &Direct) -> Res<()> {
             status((direct.entries.set_arg_svm)(direct.kernel, 0, target), "clSetKernelArgSVMPointer")?;
             let v = (&value as *const i32).cast();
             status((direct.entries.set_arg)(direct.kernel, 1, 4, v), "clSetKernelArg")?;
-            let global = 1usize;
+            // The work-group size given, as xdal gives its block's: with
+            // none, PoCL would choose one, some 150 instructions more.
+            let (global, local) = (1usize, 1usize);
             let enqueued =
-                (direct.entries.kernel)(direct.queue, direct.kernel, 1, null(), &global, null(), 0, null(), null_mut());
+                (direct.entries.kernel)(direct.queue, direct.kernel, 1, null(), &global, &local, 0, null(), null_mut());
             status(enqueued, "clEnqueueNDRangeKernel")?;
         }
         Ok(())
