@@ -37,13 +37,18 @@ at::Tensor cpu_placeholder(const at::Tensor& t) {
 // flags, offering the CPU's fused kernel as PyTorch's out-of-tree entry
 // point, which _composite_kernels.py implements with it. Grouped-query
 // attention with fewer key heads takes the math path: the out-of-tree
-// entry point has no enable_gqa argument.
+// entry point has no enable_gqa argument. So does float64, as on CUDA
+// (whose fused kernels take no float64): the fused kernel's backward has
+// no derivative of its own, the math path's does, and double backward
+// (gradgradcheck of a Transformer, say) is what float64 attention is
+// mostly run for.
 int64_t fused_sdp_choice(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                          const std::optional<at::Tensor>& attn_mask, double dropout_p, bool is_causal,
                          std::optional<double> scale, bool enable_gqa) {
   if (enable_gqa && query.dim() >= 3 && key.dim() >= 3 && query.size(-3) != key.size(-3)) {
     return int64_t(at::SDPBackend::math);
   }
+  if (query.scalar_type() == at::kDouble) return int64_t(at::SDPBackend::math);
   std::optional<at::Tensor> mask;
   if (attn_mask && attn_mask->defined()) mask = cpu_placeholder(*attn_mask);
   const int64_t cpu = at::_fused_sdp_choice(cpu_placeholder(query), cpu_placeholder(key), cpu_placeholder(value),

@@ -90,15 +90,38 @@ def test_sdpa_forward_backward_match_cpu(dtype, mask, causal):
     leaves = [t.requires_grad_() for t in (q, k, v)]
     dleaves = [t.detach().to("xdal").requires_grad_() for t in (q, k, v)]
     dm = None if m is None else m.to("xdal")
+    # float64 takes the math path on xdal (as on CUDA), the CPU its fused
+    # kernel: the same results to rounding. Other types run the CPU's
+    # fused kernel on xdal too: the same bits.
+    same = torch.equal if dtype != torch.float64 else torch.allclose
     out = F.scaled_dot_product_attention(*leaves, attn_mask=m, is_causal=causal)
     got = F.scaled_dot_product_attention(*dleaves, attn_mask=dm, is_causal=causal)
-    # The same kernel as the CPU's: the same bits.
-    assert torch.equal(got.cpu(), out)
+    assert same(got.cpu(), out)
     grad = torch.randn_like(out)
     out.backward(grad)
     got.backward(grad.to("xdal"))
     for a, b in zip(leaves, dleaves):
-        assert torch.equal(b.grad.cpu(), a.grad)
+        assert same(b.grad.cpu(), a.grad)
+
+
+def test_sdpa_in_float64_takes_the_math_path_and_has_a_second_derivative():
+    q, k, v, _ = _attention_case(torch.float64, None, True)
+    assert torch._fused_sdp_choice(q.to("xdal"), k.to("xdal"), v.to("xdal")) == int(SDPBackend.MATH)
+    inputs = [t[:1, :1].to("xdal").requires_grad_() for t in (q, k, v)]
+    # The fused kernel's backward has no derivative: on the CPU, where
+    # float64 takes it, this raises.
+    assert torch.autograd.gradgradcheck(lambda *a: F.scaled_dot_product_attention(*a, is_causal=True), inputs)
+
+
+def test_sdpa_backward_without_a_gradient_for_its_output_gives_none():
+    # What gradcheck's undefined-gradient check does: the output's gradient
+    # made undefined on its way back, which the fused kernel's backward
+    # must take (here: in float32, the fused kernel's path).
+    q, k, v, _ = _attention_case(torch.float32, None, False)
+    inputs = [t.to("xdal").requires_grad_() for t in (q, k, v)]
+    out = torch._C._functions.UndefinedGrad()(F.scaled_dot_product_attention(*inputs))
+    grads = torch.autograd.grad(out, inputs, torch.ones_like(out), allow_unused=True)
+    assert all(g is None or not g.any() for g in grads)
 
 
 def test_sdpa_takes_the_out_of_tree_entry_point_where_the_cpu_takes_its_fused_kernel():

@@ -131,6 +131,10 @@ def _sdpa_overrideable(query, key, value, attn_bias=None, dropout_p=0.0, is_caus
 def _sdpa_overrideable_backward(grad_out, query, key, value, attn_bias, grad_input_mask, out, logsumexp, cum_seq_q,
                                 cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed, philox_offset, *,
                                 scale=None):
+    if grad_out is None:
+        # No gradient reached the attention's output: none leaves for its
+        # inputs (as the CPU's kernel answers an undefined gradient).
+        return None, None, None, None
     device = query.device
     mask = _on_cpu(attn_bias) if attn_bias is not None and attn_bias.numel() else None
     if grad_input_mask[3] and mask is not None:
