@@ -16,6 +16,7 @@
 #include <ATen/ops/result_type_native.h>
 #include <ATen/ops/sub.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -64,10 +65,20 @@ const Tensor& operand(const Tensor& x, at::ScalarType type, const Tensor& like, 
 // The strides PyTorch's TensorIterator gives the result of an elementwise
 // operator on a and b (the inputs' layout: channels_last in, channels_last
 // out), asked of TensorIterator itself on meta tensors of their layouts.
-// Contiguous (or scalar) inputs give a contiguous result without asking.
+// Inputs with a contiguous tensor's strides (or scalars) give a contiguous
+// result without asking. Not merely is_contiguous(): a (10, 3, 1, 1)
+// tensor in channels_last is contiguous too, and TensorIterator keeps its
+// strides of the size-1 dimensions.
 c10::DimVector elementwise_result_strides(const Tensor& a, const Tensor& b, at::ScalarType type,
                                           at::IntArrayRef shape) {
-  auto plain = [](const Tensor& t) { return t.dim() == 0 || t.is_contiguous(); };
+  auto plain = [](const Tensor& t) {
+    int64_t expected = 1;
+    for (int64_t d = t.dim() - 1; d >= 0; --d) {
+      if (t.stride(d) != expected) return false;
+      expected *= std::max<int64_t>(t.size(d), 1);
+    }
+    return true;
+  };
   if (plain(a) && plain(b)) return c10::contiguous_strides(shape);
   auto meta = [type](const Tensor& t) {
     return at::empty_strided(t.sizes(), t.strides(), at::TensorOptions().dtype(type).device(at::kMeta));

@@ -299,15 +299,24 @@ void canonicalize_tensor_lists(const c10::FunctionSchema& schema, torch::jit::St
 // kernel never gives, and write a CPU out= the caller could not have
 // meant. Allowed, as on CUDA: a CPU scalar (0-dimensional) read as a
 // value, and the indices of the index operators (the Tensor?[] arguments).
+// A CPU tensor indexed with xdal indices (the operator came here for its
+// indices), or indices on another xdal device, are refused as CUDA's index
+// kernels refuse them, naming the indexed tensor's device.
 void refuse_other_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t base,
                           c10::Device device) {
   const auto& args = op.schema().arguments();
+  bool indexing = false;
+  for (size_t i = 0; i < args.size(); ++i) indexing = indexing || stack[base + i].isOptionalTensorList();
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = stack[base + i];
     const bool written = args[i].alias_info() && args[i].alias_info()->isWrite();
     const bool indices = v.isOptionalTensorList();
     for_each_tensor(v, [&](const Tensor& t) {
       if (!t.defined() || t.device() == device) return;
+      TORCH_CHECK(!(indexing && i == 0 && t.dim() > 0),
+                  "indices should be either on cpu or on the same device as the indexed tensor (", t.device(), ")");
+      TORCH_CHECK(!indices || t.device().is_cpu(),
+                  "indices should be either on cpu or on the same device as the indexed tensor (", device, ")");
       const bool cpu_value = t.device().is_cpu() && (indices || (t.dim() == 0 && !written));
       TORCH_CHECK(cpu_value, "Expected all tensors to be on the same device, but found at least two devices, ", device,
                   " and ", t.device(), "! (argument '", args[i].name(), "' of ", op.schema().operator_name(),

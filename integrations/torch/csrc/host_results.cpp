@@ -345,11 +345,31 @@ std::optional<std::vector<MetaOut>> meta_outs(const c10::OperatorHandle& op, con
   return outs;
 }
 
+// The strides the CPU kernel gives the empty outs it resizes, where the
+// meta kernel's differ: an out= resized by a TensorIterator kernel takes
+// its inputs' layout (abs(channels_last, out=empty) is channels_last), one
+// resized by a meta kernel written in Python is contiguous. Taken, as
+// `take_cpu_layouts` takes the results', from a run over host dummies;
+// left as the meta kernel has them where the CPU kernel refuses or sizes
+// them otherwise.
+void take_cpu_out_layouts(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args,
+                          std::vector<Operand>& sized_outs) {
+  std::vector<c10::IValue> stack = host_dummies(args);
+  std::vector<Tensor> dummies;
+  for (const Operand& o : sized_outs) dummies.push_back(stack[o.slot].toTensor());
+  if (!run_cpu_quietly(op, stack)) return;
+  for (size_t i = 0; i < sized_outs.size(); ++i) {
+    const Tensor& cpu = dummies[i];
+    if (cpu.sizes().equals(sized_outs[i].sizes) && cpu.is_non_overlapping_and_dense())
+      sized_outs[i].strides = vec(cpu.strides());
+  }
+}
+
 // False where the operator would resize one of its out= tensors, which
 // the host path cannot do (memory over the device's is not reallocated by
 // a CPU kernel), or the meta kernel refuses. Empty outs that would be
-// resized are listed in `answer.sized_outs` instead (the answer stays
-// unusable until they are sized).
+// resized are listed in `answer.sized_outs` instead, with the CPU's
+// layout (the answer stays unusable until they are sized).
 bool outs_keep_their_sizes(const c10::OperatorHandle& op, const std::vector<c10::IValue>& args, MetaAnswer& answer) {
   const auto outs = meta_outs(op, args);
   if (!outs) return false;
@@ -358,6 +378,7 @@ bool outs_keep_their_sizes(const c10::OperatorHandle& op, const std::vector<c10:
     if (o.out.numel() != 0 || !o.meta.is_non_overlapping_and_dense()) return false;
     answer.sized_outs.push_back(Operand{o.slot, -1, o.meta.scalar_type(), vec(o.meta.sizes()), vec(o.meta.strides())});
   }
+  if (!answer.sized_outs.empty()) take_cpu_out_layouts(op, args, answer.sized_outs);
   return answer.sized_outs.empty();
 }
 

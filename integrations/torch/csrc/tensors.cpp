@@ -3,9 +3,12 @@
 // record_stream, and the tensor predicates the other kernels share.
 #include "xdal_torch.h"
 
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/native/ResizeCommon.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
@@ -37,6 +40,18 @@ void check_write_overlap(const Tensor& out, at::ArrayRef<Tensor> inputs) {
   }
 }
 
+namespace {
+
+// torch.use_deterministic_algorithms(True) (with fill_uninitialized_memory,
+// its default) has new memory filled, as on the CPU and CUDA: NaN for
+// floating point and complex types, the largest value for integers.
+bool fill_uninitialized() {
+  const auto& context = at::globalContext();
+  return context.deterministicAlgorithms() && context.deterministicFillUninitializedMemory();
+}
+
+}  // namespace
+
 namespace ops {
 
 Tensor empty(at::IntArrayRef size, std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
@@ -47,8 +62,10 @@ Tensor empty(at::IntArrayRef size, std::optional<at::ScalarType> dtype, std::opt
   TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided, "xdal: only strided tensors");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
   DeviceSwitch on(d.index());
-  return at::detail::empty_generic(size, device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                   c10::dtype_or_default(dtype), memory_format);
+  Tensor t = at::detail::empty_generic(size, device_allocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                       c10::dtype_or_default(dtype), memory_format);
+  if (fill_uninitialized()) at::native::fill_empty_deterministic_(t);
+  return t;
 }
 
 Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional<at::ScalarType> dtype,
@@ -59,9 +76,11 @@ Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride, std::optional
   TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided, "xdal: only strided tensors");
   TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
   DeviceSwitch on(d.index());
-  return at::detail::empty_strided_generic(size, stride, device_allocator(),
-                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                           c10::dtype_or_default(dtype));
+  Tensor t = at::detail::empty_strided_generic(size, stride, device_allocator(),
+                                               c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                               c10::dtype_or_default(dtype));
+  if (fill_uninitialized()) at::native::fill_empty_deterministic_(t);
+  return t;
 }
 
 const Tensor& resize_(const Tensor& self, c10::SymIntArrayRef size_sym,
@@ -75,6 +94,7 @@ const Tensor& resize_(const Tensor& self, c10::SymIntArrayRef size_sym,
   const bool resized = !self.sizes().equals(size);
   if (resized) impl->set_sizes_contiguous(size);
   const int64_t numel = impl->numel();
+  const int64_t old_nbytes = static_cast<int64_t>(impl->unsafe_storage().nbytes());
   if (resized && numel > 0) {
     const size_t needed = size_t(impl->storage_offset() + numel) * self.element_size();
     const c10::Storage& storage = impl->unsafe_storage();
@@ -84,6 +104,11 @@ const Tensor& resize_(const Tensor& self, c10::SymIntArrayRef size_sym,
     }
   }
   if (memory_format && *memory_format != at::MemoryFormat::Preserve) impl->empty_tensor_restride(*memory_format);
+  // What the storage gained is filled as empty() fills new memory.
+  if (fill_uninitialized()) {
+    DeviceSwitch on(self.device().index());
+    at::native::fill_resize_deterministic_(self, old_nbytes);
+  }
   return self;
 }
 

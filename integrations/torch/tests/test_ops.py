@@ -179,6 +179,17 @@ def test_operands_on_another_device_are_refused_as_on_cuda():
     y = d.clone()
     y.index_put_((torch.tensor([1]),), torch.tensor(7.0))  # CPU indices and a CPU scalar value
     assert y.cpu()[1] == 7 and torch.equal(d.cpu(), x)
+    # A CPU tensor indexed with xdal indices, or indices on another xdal
+    # device: CUDA's index kernels' message, naming the indexed tensor's device.
+    indexed = [
+        ("cpu", lambda: x[torch.tensor([0, 2]).xdal()]),
+        ("cpu", lambda: x.view(3, 1)[torch.tensor([0, 2]).xdal(), 0]),
+        ("xdal:0", lambda: d[torch.tensor([0, 2]).to("xdal:1")]),
+    ]
+    for device, f in indexed:
+        with pytest.raises(RuntimeError, match=r"indices should be either on cpu or on the same device as the "
+                                               r"indexed tensor \(" + device + r"\)"):
+            f()
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16,
@@ -293,6 +304,25 @@ def test_elementwise_results_take_pytorch_strides():
         assert torch.empty_like(d).stride() == x.stride()
     t = make((4, 5), torch.float32).t()
     assert (t.xdal() * 2).stride() == (t * 2).stride()
+    # A channels_last tensor whose size-1 dimensions make it contiguous too
+    # keeps its strides of them, as TensorIterator keeps them.
+    ambiguous = make((10, 3, 1, 1), torch.float32).contiguous(memory_format=torch.channels_last)
+    bias = make((3, 1, 1), torch.float32)
+    with no_fallback():
+        for f in (lambda a, b: a + b, lambda a, b: b + a, lambda a, b: a * 5):
+            assert f(ambiguous.xdal(), bias.xdal()).stride() == f(ambiguous, bias).stride() == ambiguous.stride()
+
+
+def test_an_empty_out_resized_by_the_fallback_takes_the_cpu_kernels_layout():
+    # abs.out resizes an empty out= to its input's layout on the CPU (its
+    # TensorIterator), where the meta kernel makes it contiguous.
+    x = make((4, 3, 8, 8), torch.float32).contiguous(memory_format=torch.channels_last)
+    out, ref = torch.empty(0, device="xdal"), torch.empty(0)
+    torch.abs(x.xdal(), out=out)
+    torch.abs(x, out=ref)
+    assert out.stride() == ref.stride() == x.stride()
+    check(out, ref)
+    assert torch.abs(x.xdal()).stride() == x.stride()
 
 
 def test_native_ops_do_not_fall_back():

@@ -232,3 +232,26 @@ def test_data_assignment_across_devices():
     t = torch.randn(2, device="xdal")
     with pytest.raises(RuntimeError, match="incompatible tensor type"):
         t.data = torch.randn(2).to_sparse()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64, torch.int32, torch.uint8, torch.bool], ids=str)
+def test_deterministic_mode_fills_new_memory(dtype):
+    """torch.use_deterministic_algorithms(True) fills what empty() and a
+    growing resize_() hand out, as on the CPU: NaN, or the largest value."""
+    def filled(t):
+        if dtype.is_floating_point or dtype.is_complex:
+            return bool(t.isnan().all())
+        top = True if dtype == torch.bool else torch.iinfo(dtype).max
+        return bool(t.eq(top).all())
+
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert filled(torch.empty(10, 9, device="xdal", dtype=dtype))
+        assert filled(torch.empty_strided((10, 9), (1, 10), device="xdal", dtype=dtype))
+        assert filled(torch.empty_like(torch.zeros(4, 5, device="xdal", dtype=dtype)))
+        grown = torch.zeros(6, device="xdal", dtype=dtype)
+        grown.resize_(20)
+        assert not grown[:6].cpu().any() and filled(grown[6:])
+    finally:
+        torch.use_deterministic_algorithms(before)
