@@ -305,15 +305,19 @@ void canonicalize_tensor_lists(const c10::FunctionSchema& schema, torch::jit::St
 void refuse_other_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t base,
                           c10::Device device) {
   const auto& args = op.schema().arguments();
-  bool indexing = false;
-  for (size_t i = 0; i < args.size(); ++i) indexing = indexing || stack[base + i].isOptionalTensorList();
+  // Asked only of a tensor on another device: every call passes here.
+  auto indexing = [&] {
+    for (size_t i = 0; i < args.size(); ++i)
+      if (stack[base + i].isOptionalTensorList()) return true;
+    return false;
+  };
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& v = stack[base + i];
     const bool written = args[i].alias_info() && args[i].alias_info()->isWrite();
     const bool indices = v.isOptionalTensorList();
     for_each_tensor(v, [&](const Tensor& t) {
       if (!t.defined() || t.device() == device) return;
-      TORCH_CHECK(!(indexing && i == 0 && t.dim() > 0),
+      TORCH_CHECK(!(i == 0 && t.dim() > 0 && indexing()),
                   "indices should be either on cpu or on the same device as the indexed tensor (", t.device(), ")");
       TORCH_CHECK(!indices || t.device().is_cpu(),
                   "indices should be either on cpu or on the same device as the indexed tensor (", device, ")");
